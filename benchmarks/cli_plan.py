@@ -1,0 +1,9 @@
+"""`abtest plan` command(s)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    pass

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set up (idempotent) and run the test suite. This is README command 2.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+. .venv/bin/activate
+python -m pytest -q "$@"
