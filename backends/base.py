@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from backends.types import BackendInfo, Completion, LoglikelihoodResult, SamplingParams, StreamEvent
 
-__all__ = ["Backend", "BackendSettings", "register", "create_backend", "kinds"]
+__all__ = ["Backend", "BackendSettings", "register", "create_backend", "kinds", "settings_model"]
 
 
 class BackendSettings(BaseModel):
@@ -61,6 +61,14 @@ def _load_builtin_kinds() -> None:
 def kinds() -> list[str]:
     _load_builtin_kinds()
     return sorted(_REGISTRY)
+
+
+def settings_model(kind: str) -> type[BackendSettings]:
+    """The pydantic settings model of a kind (ValueError listing valid kinds if unknown)."""
+    _load_builtin_kinds()
+    if kind not in _REGISTRY:
+        raise ValueError(f"unknown backend kind {kind!r}; valid kinds: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[kind][0]
 
 
 def create_backend(spec: dict[str, Any]) -> Backend:

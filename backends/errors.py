@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["BackendError", "BackendRejected", "BackendUnavailable", "BackendTimeout", "BackendProtocolError"]
+__all__ = [
+    "BackendError",
+    "BackendRejected",
+    "BackendUnavailable",
+    "BackendTimeout",
+    "BackendProtocolError",
+    "BackendOverloaded",
+]
 
 
 class BackendError(Exception):
@@ -35,3 +42,9 @@ class BackendProtocolError(BackendUnavailable):
     """The backend answered something we cannot parse (bad JSON, missing field, cut stream)."""
 
     status = 502
+
+
+class BackendOverloaded(BackendUnavailable):
+    """The backend said it is overloaded (its 429): eligible for fallback."""
+
+    status = 429

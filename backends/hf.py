@@ -1,0 +1,125 @@
+"""The `hf` kind: transformers in-process (`AutoModelForCausalLM.generate`), run in a
+worker thread so the event loop is never blocked."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Literal
+
+from backends.base import register
+from backends.errors import BackendUnavailable
+from backends.hf_compute import HfModel, load_hf
+from backends.settings import InProcessSettings
+from backends.stops import StopScanner
+from backends.types import BackendInfo, Capabilities, Completion, LoglikelihoodResult, SamplingParams, StreamEvent
+
+__all__ = ["HfSettings", "HfBackend"]
+
+
+class HfSettings(InProcessSettings):
+    kind: Literal["hf"] = "hf"
+
+
+def _seed_note(prompts: list[str], params: SamplingParams) -> list[str]:
+    if params.seed is not None and not params.greedy and len(prompts) > 1:
+        return ["seed: hf seeds the torch RNG once per batch, so a prompt's sample depends on its batch-mates"]
+    return []
+
+
+@register("hf", HfSettings)
+class HfBackend:
+    settings: HfSettings
+
+    def __init__(self, settings: HfSettings) -> None:
+        self.settings = settings
+        self._hf: HfModel | None = None
+        self._lock = asyncio.Semaphore(settings.max_concurrency)
+
+    def __repr__(self) -> str:
+        return f"HfBackend(name={self.name!r}, model={self.settings.model!r})"
+
+    @property
+    def name(self) -> str:
+        return self.settings.name
+
+    @property
+    def _model(self) -> HfModel:
+        if self._hf is None:
+            raise BackendUnavailable(self.name, "backend not started (call start() first)")
+        return self._hf
+
+    async def start(self) -> None:
+        if self._hf is None:
+            s = self.settings
+            try:
+                self._hf = await asyncio.to_thread(load_hf, s.model, s.device, s.dtype)
+            except (OSError, ValueError) as exc:
+                raise BackendUnavailable(self.name, f"cannot load {s.model!r}: {exc}") from None
+
+    async def close(self) -> None:
+        self._hf = None
+
+    async def health(self) -> bool:
+        return self._hf is not None
+
+    async def info(self) -> BackendInfo:
+        m = self._model
+        caps = Capabilities(loglikelihood=True, streaming=True, batch_prompts=True, max_context=m.max_context,
+                            tokenizer_id=m.model_id, token_logprobs=True)
+        return BackendInfo(name=self.name, kind="hf", model=m.model_id, capabilities=caps,
+                           extra={"device": m.device, "prefix_lm": m.prefix_lm})
+
+    async def generate(self, prompts: list[str], params: SamplingParams) -> list[Completion]:
+        m = self._model
+        size = self.settings.max_batch_size
+        out: list[Completion] = []
+        loop = asyncio.get_running_loop()
+        for i in range(0, len(prompts), size):
+            chunk = prompts[i : i + size]
+            async with self._lock:
+                t0 = loop.time()
+                done = await asyncio.to_thread(m.generate, chunk, params)
+                elapsed = loop.time() - t0
+            for c in done:
+                c.latency_s = elapsed
+                c.approximations = _seed_note(chunk, params)
+            out.extend(done)
+        return out
+
+    async def stream(self, prompt: str, params: SamplingParams) -> AsyncIterator[StreamEvent]:
+        from transformers import TextIteratorStreamer
+
+        m = self._model
+        loop = asyncio.get_running_loop()
+        async with self._lock:
+            streamer = TextIteratorStreamer(m.tokenizer, skip_prompt=True, skip_special_tokens=True)
+            t0 = loop.time()
+            job = asyncio.ensure_future(asyncio.to_thread(m.generate, [prompt], params, streamer))
+            scanner = StopScanner(params.stop)
+            ttft: float | None = None
+            pieces = iter(streamer)
+            while not scanner.stopped:
+                piece = await asyncio.to_thread(next, pieces, None)
+                if piece is None:
+                    break
+                out = scanner.feed(piece)
+                if out:
+                    ttft = ttft if ttft is not None else loop.time() - t0
+                    yield StreamEvent(text=out)
+            rest = scanner.flush()
+            if rest:
+                yield StreamEvent(text=rest)
+            final = (await job)[0]
+        final.latency_s, final.ttft_s = loop.time() - t0, ttft
+        yield StreamEvent(text="", final=final)
+
+    async def loglikelihood(self, prompts: list[str], continuations: list[str]) -> list[LoglikelihoodResult]:
+        m = self._model
+        pairs = list(zip(prompts, continuations))
+        size = self.settings.max_batch_size
+        out: list[LoglikelihoodResult] = []
+        for i in range(0, len(pairs), size):
+            async with self._lock:
+                out.extend(await asyncio.to_thread(m.score, pairs[i : i + size]))
+        return out
