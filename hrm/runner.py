@@ -1,0 +1,104 @@
+"""Torch side of the engine: prefill / decode / full-sequence forwards over the KV cache.
+
+Rows of the cache are the rows of the running batch (kept contiguous by the scheduler).
+Prefill writes new sequences at rows [row0, row0 + B), right-padded from position 0;
+decode feeds one token per running row at per-row positions.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from hrm.model import AttnContext, HrmForCausalLM, HrmKVCache, rope_table
+
+__all__ = ["ModelRunner", "prefix_mask"]
+
+
+def prefix_mask(prefix_lens: Tensor, T: int) -> Tensor:
+    """Bool (B, 1, T, T): causal, plus bidirectional inside each row's prefix [0, prefix_len)."""
+    idx = torch.arange(T, device=prefix_lens.device)
+    causal = idx[None, :] <= idx[:, None]  # (q, k)
+    in_prefix = idx[None, :] < prefix_lens[:, None]  # (B, T)
+    both = in_prefix[:, :, None] & in_prefix[:, None, :]  # (B, q, k)
+    return (causal[None] | both)[:, None]
+
+
+class ModelRunner:
+    def __init__(self, model: HrmForCausalLM, max_context: int, pad_id: int = 0):
+        p = next(model.parameters())
+        self.model, self.device, self.dtype = model, p.device, p.dtype
+        self.cfg = model.cfg
+        self.max_context = max_context
+        self.pad_id = pad_id
+        self.cos, self.sin = rope_table(self.cfg, max_context, self.dtype, self.device)
+        self.cache: HrmKVCache | None = None
+
+    # -- cache management -------------------------------------------------------------
+    def ensure_cache(self, rows: int, seq: int) -> None:
+        seq = min(self.max_context, seq)
+        if self.cache is None:
+            self.cache = HrmKVCache(self.cfg, rows, seq, self.dtype, self.device)
+        else:
+            self.cache.ensure(rows, seq)
+
+    def release_cache(self) -> None:
+        self.cache = None
+
+    def move_row(self, src: int, dst: int) -> None:
+        if self.cache is not None:
+            self.cache.move_row(src, dst)
+
+    # -- forwards -----------------------------------------------------------------------
+    def _pad(self, token_lists: list[list[int]]) -> tuple[Tensor, Tensor, int]:
+        T = max(len(t) for t in token_lists)
+        tokens = torch.full((len(token_lists), T), self.pad_id, dtype=torch.long)
+        for i, t in enumerate(token_lists):
+            tokens[i, : len(t)] = torch.tensor(t, dtype=torch.long)
+        lens = torch.tensor([len(t) for t in token_lists], dtype=torch.long)
+        return tokens.to(self.device), lens.to(self.device), T
+
+    def _full_context(self, B: int, T: int, prefix_lens: Tensor | None) -> AttnContext:
+        cos = self.cos[:T].view(1, T, 1, 1, -1)
+        sin = self.sin[:T].view(1, T, 1, 1, -1)
+        mask = prefix_mask(prefix_lens, T) if prefix_lens is not None else None
+        return AttnContext(cos=cos, sin=sin, mask=mask, is_causal=mask is None)
+
+    def prefill(self, token_lists: list[list[int]], row0: int, prefix_lm: bool) -> Tensor:
+        """Run prompts into cache rows [row0, row0+B); return fp32 logits (B, vocab) at each
+        row's last prompt token."""
+        assert self.cache is not None, "ensure_cache() first"
+        tokens, lens, T = self._pad(token_lists)
+        B = tokens.shape[0]
+        ctx = self._full_context(B, T, lens if prefix_lm else None)
+        ctx.cache, ctx.row0, ctx.kv_len = self.cache, row0, T
+        ctx.row_idx = torch.arange(B, device=self.device)[:, None]
+        ctx.input_pos = torch.arange(T, device=self.device)[None, :]
+        states = self.model.hidden(tokens, ctx)
+        last = states[torch.arange(B, device=self.device), lens - 1]  # (B, hidden)
+        return self.model.logits(last).float()
+
+    def decode(self, tokens: Tensor, pos: Tensor, kv_len: int) -> Tensor:
+        """One token per running row: tokens/pos (B,) for cache rows [0, B). Returns fp32 (B, vocab)."""
+        assert self.cache is not None, "ensure_cache() first"
+        B = tokens.shape[0]
+        D = self.cos.shape[-1]
+        keys = torch.arange(kv_len, device=self.device)
+        ctx = AttnContext(
+            cos=self.cos[pos].view(B, 1, 1, 1, D),
+            sin=self.sin[pos].view(B, 1, 1, 1, D),
+            mask=(keys[None, :] <= pos[:, None]).view(B, 1, 1, kv_len),
+            is_causal=False,
+            cache=self.cache,
+            row0=0,
+            row_idx=torch.arange(B, device=self.device)[:, None],
+            input_pos=pos[:, None],
+            kv_len=kv_len,
+        )
+        return self.model(tokens[:, None], ctx)[:, 0].float()
+
+    def full_hidden(self, token_lists: list[list[int]], prefix_lens: list[int] | None) -> Tensor:
+        """No-cache forward over whole (right-padded) sequences: final states (B, T, hidden)."""
+        tokens, _, T = self._pad(token_lists)
+        plens = None if prefix_lens is None else torch.tensor(prefix_lens, device=self.device)
+        return self.model.hidden(tokens, self._full_context(tokens.shape[0], T, plens))
