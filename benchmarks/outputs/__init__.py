@@ -1,0 +1,3 @@
+"""Output writers: one module per format."""
+
+__all__: list[str] = []

@@ -1,0 +1,53 @@
+"""Rows shared by the Markdown and HTML reports (so both state the same numbers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["metric_rows", "METRIC_COLUMNS", "agreement_rows", "fmt"]
+
+METRIC_COLUMNS = (
+    ("completed", "ok"), ("failed", "err"), ("median_e2el_ms", "E2E p50 ms"), ("p99_e2el_ms", "E2E p99 ms"),
+    ("mean_ttft_ms", "TTFT mean ms"), ("p99_ttft_ms", "TTFT p99 ms"), ("mean_tpot_ms", "TPOT mean ms"),
+    ("mean_itl_ms", "ITL mean ms"), ("request_throughput", "req/s"), ("output_throughput", "out tok/s"),
+    ("total_token_throughput", "tot tok/s"), ("request_goodput", "goodput req/s"),
+    ("p99_schedule_lag_ms", "lag p99 ms"), ("valid", "valid"),
+)
+
+
+def fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, float):
+        if v != v:
+            return "-"
+        return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={vv}" for k, vv in v.items()) or "-"
+    return str(v)
+
+
+def metric_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["target", "level", *[label for _, label in METRIC_COLUMNS], "errors"]
+    rows = []
+    for t, levels in summary["metrics"].items():
+        for lvl, m in levels.items():
+            rows.append([t, lvl, *[fmt(m.get(k)) for k, _ in METRIC_COLUMNS], fmt(m.get("errors_by_class"))])
+    return head, rows
+
+
+def agreement_rows(agreement: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["target", "vs", "pairs", "exact text", "exact 95% CI", "exact tokens", "prefix frac",
+            "length agree", "EOS agree"]
+    rows = []
+    ref = agreement.get("reference", "")
+    for section, vs in (("vs_reference", ref), ("noise_floor", "itself (repeat 0 vs 1)")):
+        for t, a in agreement.get(section, {}).items():
+            ci = a.get("exact_match_ci") or [None, None]
+            rows.append([t, vs, str(a["n_pairs"]), fmt(a["exact_match_rate"]),
+                         f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci[0] is not None else "-",
+                         fmt(a["token_exact_match_rate"]), fmt(a["mean_common_prefix_frac"]),
+                         fmt(a["length_agreement_rate"]), fmt(a["eos_agreement_rate"])])
+    return head, rows
