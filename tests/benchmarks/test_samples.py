@@ -1,0 +1,206 @@
+"""Sample models and their data: tokenizer, task generators, build safety, trained models."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks.samples import tasks
+from benchmarks.samples.prepare import MODEL_NAMES, _build_lock, _install, is_complete, read_metadata
+
+# Conservative floors, well under the measured held-out accuracy (see the report / README).
+MIN_ACCURACY = {
+    "llama-tiny": {"copy": 0.6, "reverse": 0.5},
+    "hrm-tiny": {"copy": 0.3, "reverse": 0.2},
+}
+
+
+# --- task generators -------------------------------------------------------------------
+
+
+def test_task_examples_are_deterministic_per_seed() -> None:
+    a = tasks.task_examples(40, seed=7)
+    assert a == tasks.task_examples(40, seed=7)
+    assert a != tasks.task_examples(40, seed=8)
+    assert tasks.free_text_prompts(10, 3) == tasks.free_text_prompts(10, 3)
+    assert tasks.free_text_prompts(10, 3) != tasks.free_text_prompts(10, 4)
+
+
+def test_task_examples_cycle_tasks_and_answers_are_right() -> None:
+    examples = tasks.task_examples(8, seed=1)
+    assert [ex.task for ex in examples] == list(tasks.TASKS) * 2
+    for ex in examples:
+        items = ex.prompt.split(":", 1)[1].rstrip("=").split()
+        expected = {
+            "add": lambda xs: str(int(xs[0]) + int(xs[2])),
+            "copy": lambda xs: " ".join(xs),
+            "reverse": lambda xs: " ".join(reversed(xs)),
+            "sort": lambda xs: " ".join(sorted(xs)),
+        }[ex.task](items)
+        assert ex.reference == expected, ex
+
+
+def test_train_and_heldout_prompts_are_disjoint() -> None:
+    train = {ex.prompt for ex in tasks.task_examples(2000, seed=0, split="train")}
+    heldout = {ex.prompt for ex in tasks.task_examples(400, seed=0, split="heldout")}
+    heldout_other_seed = {ex.prompt for ex in tasks.task_examples(400, seed=99)}
+    assert train and heldout
+    assert not train & heldout
+    assert not train & heldout_other_seed
+    assert all(tasks.is_heldout(p) for p in heldout)
+
+
+def test_unknown_task_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown task 'mul'"):
+        tasks.task_examples(3, seed=0, tasks=["copy", "mul"])
+
+
+def test_score_rule() -> None:
+    ex = tasks.TaskExample("copy", "copy: a b =", "a b")
+    assert tasks.score(ex, " a b")
+    assert tasks.score(ex, "a b\nmore text")
+    assert not tasks.score(ex, " a b c")
+    assert not tasks.score(ex, "")
+
+
+# --- tokenizer -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from benchmarks.samples.data import tokenizer_corpus
+    from benchmarks.samples.tokenizer import save_tokenizer, train_tokenizer
+
+    out = tmp_path_factory.mktemp("tok")
+    save_tokenizer(train_tokenizer(tokenizer_corpus(0)), out)
+    return out
+
+
+def test_tokenizer_round_trip_bos_and_digits(tokenizer_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    assert (tok.pad_token_id, tok.bos_token_id, tok.eos_token_id) == (0, 1, 2)
+    for text in ["add: 3 + 5 =", "reverse: k d m a = a m d k", "the cat sees a red ball.", "héllo wörld ✓ 1234"]:
+        ids = tok(text)["input_ids"]
+        assert ids[0] == tok.bos_token_id and tok.eos_token_id not in ids
+        assert tok.decode(ids, skip_special_tokens=True) == text
+    pieces = tok.convert_ids_to_tokens(tok("12345", add_special_tokens=False)["input_ids"])
+    assert pieces == ["1", "2", "3", "4", "5"]
+
+
+def test_tokenizer_is_deterministic(tokenizer_dir: Path) -> None:
+    from benchmarks.samples.data import tokenizer_corpus
+    from benchmarks.samples.tokenizer import train_tokenizer
+
+    again = train_tokenizer(tokenizer_corpus(0))
+    saved = json.loads((tokenizer_dir / "tokenizer.json").read_text())
+    assert json.loads(again.backend_tokenizer.to_str()) == saved
+
+
+def test_training_rows_have_answer_only_labels(tokenizer_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from benchmarks.samples.data import IGNORE, DataConfig, build_training_data
+
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    data = build_training_data(tok, DataConfig(examples_per_task=5, free_text=0, seed=0))
+    for i in range(len(data)):
+        n = int(data.lengths[i])
+        ids, labels = data.input_ids[i].tolist(), data.labels[i].tolist()
+        assert ids[0] == tok.bos_token_id and ids[n - 1] == tok.eos_token_id
+        assert all(t == tok.pad_token_id for t in ids[n:]) and all(t == IGNORE for t in labels[n:])
+        answer = [t for t in labels[:n] if t != IGNORE]
+        text = tok.decode(ids[:n], skip_special_tokens=True)
+        assert answer[-1] == tok.eos_token_id
+        assert text.endswith(tok.decode(answer, skip_special_tokens=True))
+        assert labels[0] == IGNORE and "=" not in tok.decode(answer)
+
+
+# --- build safety ----------------------------------------------------------------------
+
+
+def test_incomplete_dir_is_not_a_model(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    assert not is_complete(tmp_path / "m")
+
+
+def test_install_replaces_with_renames(tmp_path: Path) -> None:
+    final, tmp = tmp_path / "m", tmp_path / ".tmp-m"
+    final.mkdir()
+    (final / "old").write_text("old")
+    tmp.mkdir()
+    (tmp / "new").write_text("new")
+    _install(tmp, final)
+    assert (final / "new").read_text() == "new" and not (final / "old").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
+def _hold_lock(root: str, seconds: float) -> None:
+    with _build_lock(Path(root)):
+        time.sleep(seconds)
+
+
+def test_build_lock_is_exclusive_across_processes(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    proc = ctx.Process(target=_hold_lock, args=(str(tmp_path), 1.5))
+    proc.start()
+    deadline = time.monotonic() + 20
+    while not (tmp_path / ".build.lock").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    with _build_lock(tmp_path):
+        waited = time.monotonic() - t0
+    proc.join(10)
+    assert waited > 0.5
+
+
+# --- the trained sample models ---------------------------------------------------------
+
+
+def test_sample_models_are_complete(sample_models: dict[str, Path]) -> None:
+    assert set(sample_models) == set(MODEL_NAMES)
+    for path in sample_models.values():
+        assert is_complete(path), path
+
+
+def test_hrm_config_format(hrm_tiny: Path) -> None:
+    cfg = json.loads((hrm_tiny / "config.json").read_text())
+    assert cfg["model_type"] == "hrm_text"
+    assert cfg["prefix_lm"] is False
+    assert cfg["eos_token_id"] == 2 and cfg["pad_token_id"] == 0
+    gen = json.loads((hrm_tiny / "generation_config.json").read_text())
+    assert gen["eos_token_id"] == 2 and gen["pad_token_id"] == 0
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_models_load_with_auto_classes(sample_models: dict[str, Path], name: str) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = sample_models[name]
+    tok = AutoTokenizer.from_pretrained(str(path))
+    model = AutoModelForCausalLM.from_pretrained(str(path))
+    expected = {"hrm-tiny": "HrmTextForCausalLM", "llama-tiny": "LlamaForCausalLM"}[name]
+    assert type(model).__name__ == expected
+    enc = tok(["copy: a b c ="], return_tensors="pt")
+    with torch.inference_mode():
+        logits = model(**enc).logits
+    assert logits.shape == (1, enc["input_ids"].shape[1], len(tok))
+    assert torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_heldout_accuracy_beats_floor(sample_models: dict[str, Path], name: str) -> None:
+    from benchmarks.samples.evaluation import evaluate
+
+    acc = evaluate(sample_models[name], n=50, tasks=["copy", "reverse"])
+    for task, floor in MIN_ACCURACY[name].items():
+        assert acc[task] >= floor, (name, task, acc)
+    assert read_metadata(sample_models[name])["heldout_accuracy"]["copy"] == pytest.approx(acc["copy"])
