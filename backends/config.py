@@ -41,14 +41,12 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{p}: unknown config format {suffix!r} (use .toml, .yaml or .yml)")
     if not isinstance(doc, dict):
         raise ConfigError(f"{p}: top level must be a table/mapping, got {type(doc).__name__}")
-    doc.setdefault("_source", str(p))
     return doc
 
 
-def backend_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+def backend_specs(cfg: dict[str, Any], source: str | Path = "<config>") -> list[dict[str, Any]]:
     """The `[[backends]]` entries, checked: each has a known kind and a unique name, and
     its fields are valid for that kind. Raises ConfigError naming `backends[i].field`."""
-    source = cfg.get("_source", "<config>")
     entries = cfg.get("backends")
     if not isinstance(entries, list) or not entries:
         raise ConfigError(f"{source}: backends: expected a non-empty list of [[backends]] tables")

@@ -55,7 +55,7 @@ class HfModel:
         finish = "length"
         cut = next((i for i, t in enumerate(gen) if t in eos), None)
         if cut is not None and not params.ignore_eos:
-            gen, lps, finish = gen[:cut], lps[:cut], "eos"
+            gen, lps, finish = gen[: cut + 1], lps[: cut + 1], "eos"  # EOS counts, as on vLLM/TGI
         text = self.tokenizer.decode(gen, skip_special_tokens=True)
         if params.stop:
             text, hit = truncate_at_stop(text, params.stop)

@@ -46,8 +46,11 @@ class SseEvent:
 def error_message(body: bytes) -> tuple[str, str | None]:
     """The backend's own message (TGI `{"error": str}`, OpenAI `{"error": {"message"}}`,
     FastAPI `{"detail": ...}`) and, where given, the offending field."""
+    text = body.decode("utf-8", "replace").strip()
+    if text.startswith("data:"):  # an SSE error event (TGI streams)
+        text = text[5:].strip()
     try:
-        doc = json.loads(body)
+        doc = json.loads(text)
     except ValueError:
         return body.decode("utf-8", "replace")[:500] or "(empty body)", None
     if isinstance(doc, dict):

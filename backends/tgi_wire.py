@@ -18,7 +18,9 @@ DEFAULT_MAX_STOP = 4
 @dataclass
 class TgiRequest:
     parameters: dict[str, Any]
-    client_stops: list[str] = field(default_factory=list)  # applied by the adapter
+    # Every stop string, cut client-side: TGI keeps the matched stop sequence in its text,
+    # and stops beyond `max_stop_sequences` are not sent at all.
+    client_stops: list[str] = field(default_factory=list)
     approximations: list[str] = field(default_factory=list)
 
 
@@ -40,20 +42,19 @@ def tgi_request(params: SamplingParams, max_stop_sequences: int | None) -> TgiRe
             notes.append("seed: TGI requires seed > 0, so seed 0 was not sent (server picks a random seed)")
     limit = DEFAULT_MAX_STOP if max_stop_sequences is None else max_stop_sequences
     stops = list(params.stop)
-    client: list[str] = []
     if stops:
-        sent, client = stops[:limit], stops[limit:]
+        sent, unsent = stops[:limit], stops[limit:]
         if sent:
             p["stop"] = sent
-        if client:
+        if unsent:
             notes.append(
                 f"stop: TGI accepts at most {limit} stop sequences; sent the first {len(sent)}, "
-                f"applied the other {len(client)} client-side (the server kept generating past them, "
-                "so latency and completion_tokens include that extra work)"
+                f"applied the other {len(unsent)} client-side (the server kept generating past them, "
+                "so latency includes that extra work)"
             )
     if params.ignore_eos:
         notes.append("ignore_eos: TGI has no such parameter; generation may stop at EOS")
-    return TgiRequest(parameters=p, client_stops=client, approximations=notes)
+    return TgiRequest(parameters=p, client_stops=stops, approximations=notes)
 
 
 def parse_generate(backend: str, answer: Any, client_stops: list[str]) -> Completion:
