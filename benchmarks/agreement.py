@@ -70,16 +70,11 @@ def compare_outputs(ref: dict[str, dict[str, Any]], other: dict[str, dict[str, A
     }
 
 
-def task_score(task: str | None, output: str, reference: str) -> float:
-    """Score via `benchmarks.samples.tasks.score` when available, else stripped exact match."""
-    try:
-        from benchmarks.samples.tasks import score
-    except ImportError:
-        return float(output.strip() == reference.strip())
-    try:
-        return float(score(task, output, reference))  # type: ignore[arg-type]
-    except TypeError:
-        return float(score(output, reference))  # type: ignore[call-arg]
+def task_score(task: str | None, prompt: str, output: str, reference: str) -> float:
+    """`benchmarks.samples.tasks.score` (first line, stripped, exact match against the reference)."""
+    from benchmarks.samples.tasks import TaskExample, score
+
+    return float(score(TaskExample(task or "", prompt, reference), output))
 
 
 def _outputs(records: list[dict[str, Any]], level: str, repeat: int) -> dict[str, dict[str, dict[str, Any]]]:
@@ -157,8 +152,8 @@ def agreement_report(records: list[dict[str, Any]], reference: str, level: str,
         for rid, r in o.items():
             it = items.get(rid)
             if it and it.get("reference") is not None:
-                per_task[it.get("task") or "all"].append(task_score(it.get("task"), r.get("text") or "",
-                                                                   it["reference"]))
+                per_task[it.get("task") or "all"].append(
+                    task_score(it.get("task"), it["prompt"], r.get("text") or "", it["reference"]))
         if per_task:
             flat = [x for v in per_task.values() for x in v]
             accuracy[t] = {"overall": float(np.mean(flat)), "n": len(flat),

@@ -58,7 +58,7 @@ def target_specs(s: RunSettings) -> list[dict[str, Any]]:
             from backends.config import backend_specs, load_config
         except ImportError as e:
             raise ValueError(f"--config needs backends.config ({e})") from None
-        specs += backend_specs(load_config(Path(s.config_path)))
+        specs += backend_specs(load_config(Path(s.config_path)), s.config_path)
     return specs
 
 
@@ -67,7 +67,14 @@ def _make_target(spec: dict[str, Any], s: RunSettings) -> Target:
         return RouterTarget(spec["via_router"], hint=spec.get("hint"), timeout_s=s.timeout_s)
     if not spec.get("name") or not spec.get("kind"):
         raise ValueError(f"backend spec {spec!r} needs a 'name' and a 'kind'")
-    return BackendTarget(spec, timeout_s=s.timeout_s, stream=s.stream)
+    from pydantic import ValidationError
+
+    try:
+        return BackendTarget(spec, timeout_s=s.timeout_s, stream=s.stream)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(x) for x in first["loc"])
+        raise ValueError(f"backend {spec['name']!r} (kind {spec['kind']}): field {field!r}: {first['msg']}") from None
 
 
 def _prompts(s: RunSettings, levels: list[LoadProfile]) -> list[Any]:

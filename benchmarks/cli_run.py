@@ -90,6 +90,8 @@ def run_cmd(
             if not specs and not config and not via_router:
                 specs, default_ref = _default_targets(models_dir)
                 ref = ref or default_ref
+                if concurrency is None and rate is None:
+                    concurrency = "1,4"  # the embedded default also plots throughput vs concurrency
             settings = RunSettings(
                 name=name, targets=specs, via_router=via_router, router_backends=router_backend or [],
                 config_path=str(config) if config else None, prompt_set=prompts,

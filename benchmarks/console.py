@@ -13,7 +13,7 @@ def print_summary(console: Any, summary: dict[str, Any], run_dir: str) -> None:
     from rich.table import Table
 
     head, rows = metric_rows(summary)
-    keep = [0, 1, 2, 3, 4, 5, 6, 8, 10, 11, 15, 16]
+    keep = [0, 1, 2, 3, 4, 5, 6, 8, 10, 11, 15]
     t = Table(title=f"abtest {summary['run']['name']}: latency and throughput")
     for i in keep:
         t.add_column(head[i], justify="left" if i < 2 else "right")

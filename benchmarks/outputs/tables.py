@@ -43,7 +43,7 @@ def agreement_rows(agreement: dict[str, Any]) -> tuple[list[str], list[list[str]
             "length agree", "EOS agree"]
     rows = []
     ref = agreement.get("reference", "")
-    for section, vs in (("vs_reference", ref), ("noise_floor", "itself (repeat 0 vs 1)")):
+    for section, vs in (("vs_reference", ref), ("noise_floor", "self r0/r1")):
         for t, a in agreement.get(section, {}).items():
             ci = a.get("exact_match_ci") or [None, None]
             rows.append([t, vs, str(a["n_pairs"]), fmt(a["exact_match_rate"]),

@@ -25,19 +25,19 @@ def _free(n: int, seed: int) -> list[RawPrompt]:
 
 
 def _mc(n: int, seed: int) -> list[RawPrompt]:
-    """Multiple choice: each task example's reference among 3 distractor references."""
+    """Multiple choice: each task example's completion (" " + reference) among 3 distractors."""
     from benchmarks.samples.tasks import task_examples
 
     pool = task_examples(max(4 * n, 8), seed + 7919)
     rng = random.Random(seed)
     out: list[RawPrompt] = []
     for ex in pool[:n]:
-        others = sorted({e.reference for e in pool if e.reference != ex.reference and e.task == ex.task})
+        others = sorted({e.completion for e in pool if e.reference != ex.reference and e.task == ex.task})
         if len(others) < 3:
-            others = sorted({e.reference for e in pool if e.reference != ex.reference})
-        choices = [ex.reference, *rng.sample(others, 3)]
+            others = sorted({e.completion for e in pool if e.reference != ex.reference})
+        choices = [ex.completion, *rng.sample(others, 3)]
         rng.shuffle(choices)
-        out.append(RawPrompt(ex.prompt, ex.reference, tuple(choices), choices.index(ex.reference), f"mc-{ex.task}"))
+        out.append(RawPrompt(ex.prompt, ex.reference, tuple(choices), choices.index(ex.completion), f"mc-{ex.task}"))
     return out
 
 
