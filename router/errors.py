@@ -109,8 +109,10 @@ def install_error_handlers(app: FastAPI) -> None:
             headers = {"Retry-After": "1"} if status == 429 else None
             return error_response(status, "backend_rejected", exc.message, exc.field, headers)
         status = exc.status if isinstance(exc, BackendUnavailable) else 502
-        type_ = {504: "backend_timeout", 503: "backend_unavailable"}.get(status, "backend_error")
-        return error_response(status, type_, f"{exc.backend}: {exc.message}")
+        type_ = {504: "backend_timeout", 503: "backend_unavailable", 429: "backend_overloaded"}.get(
+            status, "backend_error")
+        headers = {"Retry-After": "1"} if status == 429 else None
+        return error_response(status, type_, f"{exc.backend}: {exc.message}", None, headers)
 
     async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
         type_ = "not_found" if exc.status_code == 404 else "http_error"
