@@ -15,7 +15,7 @@ __all__ = ["register"]
 def _fail(msg: str, code: int = 2) -> typer.Exit:
     from rich.console import Console
 
-    Console(stderr=True).print(f"[bold red]error:[/] {msg}", highlight=False)
+    Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {msg}", highlight=False)
     return typer.Exit(code)
 
 
