@@ -23,7 +23,7 @@ __all__ = ["RouterError", "ClientError", "Overloaded", "NoBackendAvailable", "er
            "field_path", "validation_message", "install_error_handlers"]
 
 log = logging.getLogger("abtest.router")
-_LEAD_FIELD = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])?)\b")
+_LEAD_FIELD = re.compile(r"^([a-z_][a-z0-9_]*(?:\[\d+\])?)(?= )")
 
 
 class RouterError(Exception):
@@ -82,11 +82,11 @@ def validation_message(errors: Sequence[dict[str, Any]]) -> tuple[int, str, str 
     for e in errors[:5]:
         path = field_path(e.get("loc", ()))
         msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
-        if path is None:  # model-level validator: the message leads with the field
-            m = _LEAD_FIELD.match(msg)
-            path = m.group(1) if m else None
-        if path is None and e.get("type") == "model_attributes_type":
-            path, msg = "body", "body must be a JSON object"
+        m = _LEAD_FIELD.match(msg)  # validators lead with the (more precise) field: "prompts[3] is empty"
+        if m and (path is None or m.group(1).startswith(path)):
+            path = m.group(1)
+        if path is None and e.get("type") in ("model_attributes_type", "missing", "dict_type"):
+            path, msg = "body", "a JSON object body is required"
         field = field or path
         msgs.append(f"{path}: {msg}" if path else msg)
     return 400, "; ".join(msgs), field

@@ -34,7 +34,11 @@ class CompletionRequest(BaseModel):
     @field_validator("prompt")
     @classmethod
     def _non_empty(cls, prompt: str | list[str]) -> str | list[str]:
-        prompts = [prompt] if isinstance(prompt, str) else prompt
+        if isinstance(prompt, str):
+            if not prompt:
+                raise ValueError("prompt is empty")
+            return prompt
+        prompts = prompt
         if not prompts:
             raise ValueError("must hold at least one prompt")
         if len(prompts) > 1024:
