@@ -9,7 +9,7 @@ from typing import Any, Literal
 from backends.base import register
 from backends.errors import BackendProtocolError, BackendRejected, BackendUnavailable
 from backends.remote import PREFIX_LM_NOTE, RemoteBackendBase, timed
-from backends.scoring import continuation_start, split_context
+from backends.scoring import continuation_start, split_context, truncate_at_stop
 from backends.settings import HttpBackendSettings
 from backends.stops import StopScanner
 from backends.tgi_wire import FINISH, parse_generate, tgi_request
@@ -112,7 +112,10 @@ class TgiBackend(RemoteBackendBase):
                 rest = scanner.flush()
                 if rest:
                     yield StreamEvent(text=rest)
-                final = Completion(text=scanner.text, prompt_tokens=input_length, completion_tokens=generated,
+                text = scanner.text
+                if isinstance(doc.get("generated_text"), str):
+                    text = truncate_at_stop(doc["generated_text"], req.client_stops)[0]
+                final = Completion(text=text, prompt_tokens=input_length, completion_tokens=generated,
                                    finish_reason=reason, latency_s=elapsed(), ttft_s=ttft,  # type: ignore[arg-type]
                                    approximations=list(req.approximations))
                 break

@@ -36,25 +36,31 @@ class _Invalid(Exception):
     pass
 
 
+def _num(p: dict[str, Any], key: str) -> float | None:
+    value = p.get(key)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _check(spec: TgiSpec, schema: str, body: Any, lm: DoubleLM, max_stop: int) -> tuple[str, dict[str, Any]]:
-    """TGI's validation (router/src/validation.rs), after the spec check."""
+    """TGI's own checks (router/src/validation.rs) where the types are right, then the spec."""
+    p = body.get("parameters") if isinstance(body, dict) else None
+    p = p if isinstance(p, dict) else {}
+    if isinstance(body, dict) and body.get("inputs") == "":
+        raise _Invalid("`inputs` cannot be empty")
+    if (t := _num(p, "temperature")) is not None and t <= 0:
+        raise _Invalid("`temperature` must be strictly positive")
+    if (top_p := _num(p, "top_p")) is not None and not 0 < top_p < 1:
+        raise _Invalid("`top_p` must be > 0.0 and < 1.0")
+    if (n := _num(p, "max_new_tokens")) is not None and n <= 0:
+        raise _Invalid("`max_new_tokens` must be strictly positive")
+    if isinstance(p.get("stop"), list) and len(p["stop"]) > max_stop:
+        raise _Invalid(f"`stop` supports up to {max_stop} stop sequences. Given: {len(p['stop'])}")
     problems = spec.errors(schema, body)
     if problems:
         raise _Invalid(f"Failed to deserialize the JSON body into the target type: {problems[0]}")
-    p = body.get("parameters") or {}
     unknown = set(p) - _PARAMS
     if unknown:
         raise _Invalid(f"Failed to deserialize the JSON body: parameters: unknown field `{sorted(unknown)[0]}`")
-    if not body["inputs"]:
-        raise _Invalid("`inputs` cannot be empty")
-    if p.get("temperature") is not None and p["temperature"] <= 0:
-        raise _Invalid("`temperature` must be strictly positive")
-    if p.get("top_p") is not None and not 0 < p["top_p"] < 1:
-        raise _Invalid("`top_p` must be > 0.0 and < 1.0")
-    if p.get("max_new_tokens") is not None and p["max_new_tokens"] <= 0:
-        raise _Invalid("`max_new_tokens` must be strictly positive")
-    if len(p.get("stop") or []) > max_stop:
-        raise _Invalid(f"`stop` supports up to {max_stop} stop sequences. Given: {len(p['stop'])}")
     n_in = len(lm.encode(body["inputs"])[0])
     new = p.get("max_new_tokens") or 100
     if n_in + new > lm.max_context:
@@ -110,9 +116,16 @@ def create_tgi_app(model_dir: str | Path, max_stop_sequences: int = 4) -> Any:
         return reply("ErrorResponse", {"error": str(exc), "error_type": "validation"}, 422)
 
     def sse(ids: list[int], gen: Generated, p: dict[str, Any]) -> Iterator[str]:
+        emitted = ""
         for i, (tid, lp) in enumerate(zip(gen.ids, gen.logprobs)):
             last = i == len(gen.ids) - 1
-            event: dict[str, Any] = {"index": i, "token": _token(lm, tid, lp), "generated_text": None,
+            token = _token(lm, tid, lp)
+            # TGI decodes incrementally: a token that ends mid-character streams as "".
+            upto = lm.tokenizer.decode(gen.ids[: i + 1], skip_special_tokens=True)
+            upto = upto if last else upto.rstrip("\ufffd")
+            token["text"] = "" if token["special"] else upto[len(emitted):]
+            emitted = upto if not token["special"] else emitted
+            event: dict[str, Any] = {"index": i, "token": token, "generated_text": None,
                                      "details": None, "top_tokens": []}
             if last:
                 event["generated_text"] = gen.text
