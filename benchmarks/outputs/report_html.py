@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.outputs.svg import bar_chart, line_chart
+from benchmarks.outputs.svg import bar_chart, color_map, line_chart
 from benchmarks.outputs.tables import agreement_rows, fmt, metric_rows
 
 __all__ = ["render_html", "write_html"]
@@ -26,7 +26,7 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _cdf_plot(records: list[dict[str, Any]], level: str) -> str:
+def _cdf_plot(records: list[dict[str, Any]], level: str, colors: dict[str, str]) -> str:
     series: dict[str, tuple[list[float], list[float]]] = {}
     by_t: dict[str, list[float]] = {}
     for r in records:
@@ -37,7 +37,7 @@ def _cdf_plot(records: list[dict[str, Any]], level: str) -> str:
         xs = sorted(vals)
         series[t] = (xs, [(i + 1) / len(xs) for i in range(len(xs))])
     return line_chart(series, title=f"E2E latency CDF ({level})", xlabel="latency ms", ylabel="fraction",
-                      step=True)
+                      step=True, colors=colors)
 
 
 def _level_x(label: str) -> float | None:
@@ -45,7 +45,7 @@ def _level_x(label: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _throughput_plot(summary: dict[str, Any]) -> str:
+def _throughput_plot(summary: dict[str, Any], colors: dict[str, str]) -> str:
     series: dict[str, tuple[list[float], list[float]]] = {}
     for t, levels in summary["metrics"].items():
         pts = sorted((x, m["output_throughput"]) for lvl, m in levels.items()
@@ -55,10 +55,10 @@ def _throughput_plot(summary: dict[str, Any]) -> str:
     levels = summary["run"]["levels"]
     xlabel = "request rate (req/s)" if levels and levels[0].startswith("r=") else "concurrency"
     return line_chart(series, title="Output throughput vs load", xlabel=xlabel, ylabel="output tok/s",
-                      markers=True)
+                      markers=True, colors=colors)
 
 
-def _divergence_plot(agreement: dict[str, Any]) -> str:
+def _divergence_plot(agreement: dict[str, Any], colors: dict[str, str]) -> str:
     vs = agreement.get("vs_reference", {})
     positions = {t: a["first_divergence_positions"] for t, a in vs.items()}
     allpos = [p for v in positions.values() for p in v]
@@ -67,9 +67,9 @@ def _divergence_plot(agreement: dict[str, Any]) -> str:
     edges = np.histogram_bin_edges(allpos, bins=min(12, max(1, len(set(allpos)))))
     labels = [f"{edges[i]:.0f}-{edges[i + 1]:.0f}" for i in range(len(edges) - 1)]
     series = {t: [int(c) for c in np.histogram(v, bins=edges)[0]] for t, v in positions.items()}
-    unit = next(iter(vs.values()))["divergence_unit"]
+    unit = next((a["divergence_unit"] for a in vs.values() if a["first_divergence_positions"]), "char")
     return bar_chart(series, labels, title=f"First divergence from {agreement.get('reference')}",
-                     xlabel=f"{unit} position", ylabel="prompts")
+                     xlabel=f"{unit} position", ylabel="prompts", colors=colors)
 
 
 def render_html(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
@@ -88,10 +88,11 @@ def render_html(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
                     [[v["level"], v["a"], v["b"], str(v["n_pairs"]), fmt(v["ratio"]), v["verdict"]]
                      for v in summary.get("verdicts", [])])]
     parts.append("<h2>Plots</h2><div class='plots'>")
-    parts += [_cdf_plot(records, lvl) for lvl in run["levels"][:3]]
-    parts.append(_throughput_plot(summary))
+    colors = color_map(list(run["targets"]) + sorted(set(summary["metrics"]) - set(run["targets"])))
+    parts += [_cdf_plot(records, lvl, colors) for lvl in run["levels"][:3]]
+    parts.append(_throughput_plot(summary, colors))
     if ag:
-        parts.append(_divergence_plot(ag))
+        parts.append(_divergence_plot(ag, colors))
     parts.append("</div>")
     if ag:
         parts += ["<h2>Agreement</h2>", _table(*agreement_rows(ag))]

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from html import escape
 
-__all__ = ["line_chart", "bar_chart", "PALETTE"]
+__all__ = ["line_chart", "bar_chart", "PALETTE", "color_map"]
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 W, H, L, R, T, B = 560, 300, 60, 150, 30, 45
+
+
+def color_map(names: list[str]) -> dict[str, str]:
+    """One fixed color per target, so every plot of a report agrees."""
+    return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -47,8 +52,12 @@ def _sy(v: float, ys: tuple[float, float]) -> float:
     return H - B - (v - ys[0]) / span * (H - B - T)
 
 
+def _color(name: str, i: int, colors: dict[str, str] | None) -> str:
+    return (colors or {}).get(name) or PALETTE[i % len(PALETTE)]
+
+
 def line_chart(series: dict[str, tuple[list[float], list[float]]], *, title: str, xlabel: str, ylabel: str,
-               step: bool = False, markers: bool = False) -> str:
+               step: bool = False, markers: bool = False, colors: dict[str, str] | None = None) -> str:
     pts = [(x, y) for xs, ys in series.values() for x, y in zip(xs, ys, strict=True)]
     if not pts:
         return f"<p><em>{escape(title)}: no data</em></p>"
@@ -56,7 +65,7 @@ def line_chart(series: dict[str, tuple[list[float], list[float]]], *, title: str
     yr = (min(0.0, min(p[1] for p in pts)), max(p[1] for p in pts))
     out = _frame(title, xlabel, ylabel, xr, yr)
     for i, (name, (xs, ys)) in enumerate(series.items()):
-        color = PALETTE[i % len(PALETTE)]
+        color = _color(name, i, colors)
         coords: list[str] = []
         prev_y: float | None = None
         for x, y in zip(xs, ys, strict=True):
@@ -75,7 +84,8 @@ def line_chart(series: dict[str, tuple[list[float], list[float]]], *, title: str
     return "\n".join(out)
 
 
-def bar_chart(series: dict[str, list[int]], labels: list[str], *, title: str, xlabel: str, ylabel: str) -> str:
+def bar_chart(series: dict[str, list[int]], labels: list[str], *, title: str, xlabel: str, ylabel: str,
+              colors: dict[str, str] | None = None) -> str:
     """Grouped bars: one group per label, one bar per series."""
     if not labels or not series:
         return f"<p><em>{escape(title)}: no data</em></p>"
@@ -84,7 +94,7 @@ def bar_chart(series: dict[str, list[int]], labels: list[str], *, title: str, xl
     group_w = (W - L - R) / len(labels)
     bar_w = group_w * 0.8 / len(series)
     for i, (name, counts) in enumerate(series.items()):
-        color = PALETTE[i % len(PALETTE)]
+        color = _color(name, i, colors)
         for j, c in enumerate(counts):
             x = L + j * group_w + group_w * 0.1 + i * bar_w
             y = _sy(c, (0, top))
