@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 
 from backends.base import create_backend
 from router.api import ERROR_RESPONSES, v1_routes
-from router.errors import error_response, install_error_handlers
+from router.errors import ClientError, error_response, install_error_handlers
 from router.health import check_once, health_loop, readiness, refresh_gauges
 from router.metrics import RouterMetrics
 from router.middleware import AdmissionMiddleware, AuthMiddleware, BodyLimitMiddleware, ContextMiddleware
@@ -87,7 +87,10 @@ def create_app(config: RouterConfig, *, backend_factory: BackendFactory | None =
 
     @app.post("/admin/reload", responses=ERROR_RESPONSES)
     async def admin_reload() -> dict[str, int]:
-        return {"version": await reload_now(state)}
+        try:
+            return {"version": await reload_now(state)}
+        except ValueError as exc:  # a bad config file (the current table stays)
+            raise ClientError(f"config: {exc}", field="config") from exc
 
     # Added innermost first: Context is outermost, so its headers cover every response.
     app.add_middleware(AdmissionMiddleware, metrics=metrics, max_queue=settings.max_queue,  # type: ignore[arg-type]
