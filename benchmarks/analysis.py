@@ -37,7 +37,7 @@ def analyze(run_dir: Path) -> dict[str, Any]:
                  if reference and levels else {})
     served: dict[str, Counter[str]] = defaultdict(Counter)
     for r in records:
-        if r.get("type") == "generate" and r.get("served_by"):
+        if r.get("type") == "generate" and r.get("served_by") and not r.get("warmup"):
             served[r["target"]][r["served_by"]] += 1
     valid = all(m.get("valid", True) for lv in metrics.values() for m in lv.values())
     return {
