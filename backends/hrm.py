@@ -108,7 +108,17 @@ class HrmBackend:
         engine = self._async
         t_send = time.perf_counter()
         outs = await self._call(asyncio.gather(*(engine.generate(p, params) for p in prompts)))
-        return [_completion(o, t_send) for o in outs]
+        notes = self._notes(params)
+        done = [_completion(o, t_send) for o in outs]
+        for c in done:
+            c.approximations = list(notes)
+        return done
+
+    def _notes(self, params: SamplingParams) -> list[str]:
+        cap = self.settings.max_tokens_cap
+        if params.max_tokens > cap:
+            return [f"max_tokens: the engine caps generation at {cap} tokens (max_tokens_cap)"]
+        return []
 
     async def stream(self, prompt: str, params: SamplingParams) -> AsyncIterator[StreamEvent]:
         t_send = time.perf_counter()
@@ -124,6 +134,7 @@ class HrmBackend:
                 yield StreamEvent(text=chunk.text)
             if chunk.final is not None:
                 final = _completion(chunk.final, t_send)
+                final.approximations = self._notes(params)
                 final.ttft_s = final.ttft_s if final.ttft_s is not None else ttft
                 yield StreamEvent(text="", final=final)
                 return
