@@ -99,6 +99,10 @@ class RouterConfig(BaseModel):
                 raise ValueError(f"router.{where}: unknown backend {n!r}; configured: {sorted(known)}")
         if not self.backends:
             raise ValueError("backends: at least one backend is required")
+        from router.policies import policy_names  # policies import this module
+
+        if r.policy not in policy_names():
+            raise ValueError(f"router.policy: unknown policy {r.policy!r}; valid: {', '.join(policy_names())}")
         return self
 
     def weights(self) -> dict[str, float]:
