@@ -107,11 +107,15 @@ class HttpTransport:
         if status < 400:
             return
         message, field = error_message(body)
+        exc: BackendUnavailable | BackendRejected
         if status == 429:
-            raise BackendOverloaded(self._name, f"overloaded (429): {message}")
-        if status < 500:
-            raise BackendRejected(self._name, message, status=status, field=field)
-        raise BackendUnavailable(self._name, f"HTTP {status}: {message}")
+            exc = BackendOverloaded(self._name, f"overloaded (429): {message}")
+        elif status < 500:
+            exc = BackendRejected(self._name, message, status=status, field=field)
+        else:
+            exc = BackendUnavailable(self._name, f"HTTP {status}: {message}")
+        exc.upstream_status = status  # type: ignore[attr-defined]  # the backend's own status code
+        raise exc
 
     async def _send(self, request: httpx.Request, *, stream: bool) -> httpx.Response:
         """Send with retries on connection failures only (nothing was received yet)."""

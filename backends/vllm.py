@@ -44,13 +44,20 @@ class VllmBackend(RemoteBackendBase):
         return self._info
 
     async def _probe(self) -> BackendInfo:
-        models = await self._http.request_json("GET", "/v1/models")
+        entry: dict[str, Any] = {}
         try:
-            entries = list(models["data"])
-            entry = next((m for m in entries if m["id"] == self.settings.model), entries[0] if entries else {})
-            model = self.settings.model or entry["id"]
-        except (KeyError, TypeError, IndexError):
-            raise BackendProtocolError(self.name, f"/v1/models: unexpected body {str(models)[:200]}") from None
+            models = await self._http.request_json("GET", "/v1/models")
+            entries = [m for m in models["data"] if isinstance(m, dict)]
+        except (BackendUnavailable, BackendRejected) as exc:
+            if self.settings.model is None or getattr(exc, "upstream_status", None) is None:
+                raise  # down, or nothing to fall back on
+            entries = []  # some servers (transformers serve) fail to list; the configured model is used
+        except (KeyError, TypeError):
+            raise BackendProtocolError(self.name, "/v1/models: body has no `data` list") from None
+        entry = next((m for m in entries if m.get("id") == self.settings.model), entries[0] if entries else {})
+        model = self.settings.model or entry.get("id")
+        if not model:
+            raise BackendProtocolError(self.name, "/v1/models lists no model; set `model` in the backend config")
         probe = {"model": model, "prompt": "Hello", "max_tokens": 1, "temperature": 0.0, "logprobs": 1, "echo": True}
         try:
             answer = await self._http.request_json("POST", "/v1/completions", probe)
@@ -61,7 +68,7 @@ class VllmBackend(RemoteBackendBase):
             echoes = token_logprobs = False
         caps = Capabilities(
             loglikelihood=echoes, streaming=True, batch_prompts=False,
-            max_context=entry.get("max_model_len") if isinstance(entry, dict) else None,
+            max_context=entry.get("max_model_len"),
             tokenizer_id=self.settings.tokenizer or model, token_logprobs=token_logprobs,
         )
         extra: dict[str, object] = {"url": self.settings.url, "owned_by": entry.get("owned_by"),
