@@ -16,7 +16,9 @@ def plan(
     engine: Annotated[str | None, typer.Option(help="vllm | tgi (default: backend kind, else vllm)")] = None,
     dtype: Annotated[str, typer.Option(help="auto | bfloat16 | float16 | float32")] = "auto",
     quantization: Annotated[str | None, typer.Option(help="quantize on load: fp8, bitsandbytes, ...")] = None,
-    max_model_len: Annotated[int | None, typer.Option(min=1, help="context length (default: model's)")] = None,
+    max_model_len: Annotated[
+        int | None, typer.Option(min=1, help="context length (default: model's)")
+    ] = None,
     gpu_memory_utilization: Annotated[float, typer.Option(min=0.1, max=1.0)] = 0.90,
     overhead_gib: Annotated[float, typer.Option(min=0.0, help="per-GPU runtime overhead")] = 2.0,
     write_env: Annotated[Path | None, typer.Option(help="compose .env to update, e.g. compose/.env")] = None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from benchmarks.planning.errors import PlanError
 from benchmarks.planning.model_info import ModelInfo
@@ -11,12 +11,12 @@ from benchmarks.planning.model_info import ModelInfo
 if TYPE_CHECKING:
     from benchmarks.planning.plan import LaunchPlan, PlanRequest
 
-__all__ = ["EngineSpec", "VllmEngine", "TgiEngine", "engine_specs", "get_engine"]
+__all__ = ["EngineSpec", "TgiEngine", "VllmEngine", "engine_specs", "get_engine"]
 
 
 class EngineSpec(Protocol):
     name: str
-    quantization_bytes: dict[str, float]  # methods that quantize an unquantized checkpoint on load
+    quantization_bytes: ClassVar[dict[str, float]]  # methods that quantize an unquantized checkpoint on load
     model_env_key: str  # the compose variable holding the model path inside the container
 
     def check(self, model: ModelInfo, req: PlanRequest, dtype: str, warnings: list[str]) -> None: ...
@@ -40,7 +40,10 @@ class VllmEngine:
 
     name = "vllm"
     model_env_key = "VLLM_MODEL"
-    quantization_bytes = {"fp8": 1.0, "bitsandbytes": 0.53}  # bitsandbytes: 4-bit NF4 + scales
+    quantization_bytes: ClassVar[dict[str, float]] = {
+        "fp8": 1.0,
+        "bitsandbytes": 0.53,
+    }  # bitsandbytes: 4-bit NF4 + scales
 
     def check(self, model: ModelInfo, req: PlanRequest, dtype: str, warnings: list[str]) -> None:
         _check_quantization(self, model, req)
@@ -77,7 +80,9 @@ class TgiEngine:
 
     name = "tgi"
     model_env_key = "TGI_MODEL"
-    quantization_bytes = {"fp8": 1.0, "eetq": 1.0, "bitsandbytes": 1.0, "bitsandbytes-nf4": 0.53}
+    quantization_bytes: ClassVar[dict[str, float]] = {
+        "fp8": 1.0, "eetq": 1.0, "bitsandbytes": 1.0, "bitsandbytes-nf4": 0.53,
+    }  # fmt: skip
 
     def check(self, model: ModelInfo, req: PlanRequest, dtype: str, warnings: list[str]) -> None:
         _check_quantization(self, model, req)

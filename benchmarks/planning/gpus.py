@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["GpuSpec", "GpuInventory", "gpu_specs", "parse_gpus"]
+__all__ = ["GpuInventory", "GpuSpec", "gpu_specs", "parse_gpus"]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from benchmarks.planning.safetensors_meta import WeightStats, weight_stats
 
-__all__ = ["ModelInfo", "model_info_from_config", "load_model_info", "estimate_params"]
+__all__ = ["ModelInfo", "estimate_params", "load_model_info", "model_info_from_config"]
 
 _EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 _DTYPE_ALIASES = {
@@ -128,7 +128,9 @@ def model_info_from_config(
     kv_heads = _int(flat, "num_key_value_heads", default=heads) or heads
     head_dim = _int(flat, "head_dim", default=hidden // heads) or hidden // heads
     model_type = str(flat.get("model_type") or "unknown")
-    kv_layers = _hrm_layout(flat)[0] if model_type == "hrm_text" else _require(flat, "num_hidden_layers", "n_layer")
+    kv_layers = (
+        _hrm_layout(flat)[0] if model_type == "hrm_text" else _require(flat, "num_hidden_layers", "n_layer")
+    )
     quant = flat.get("quantization_config")
     estimated = estimate_params(flat)
     if stats is not None and stats.num_params is not None:
@@ -166,5 +168,5 @@ def load_model_info(model_dir: Path) -> ModelInfo:
     except json.JSONDecodeError as exc:
         raise ValueError(f"{config_path}: not valid JSON ({exc})") from exc
     if not isinstance(cfg, dict):
-        raise ValueError(f"{config_path}: expected a JSON object")
+        raise ValueError(f"{config_path}: expected a JSON object")  # noqa: TRY004 (callers catch ValueError)
     return model_info_from_config(cfg, weight_stats(model_dir), name=model_dir.name, path=str(model_dir))

@@ -17,7 +17,7 @@ from benchmarks.planning.errors import PlanError
 from benchmarks.planning.gpus import GpuInventory, gpu_specs
 from benchmarks.planning.model_info import ModelInfo
 
-__all__ = ["PlanError", "PlanRequest", "LaunchPlan", "make_plan", "GIB"]
+__all__ = ["GIB", "LaunchPlan", "PlanError", "PlanRequest", "make_plan"]
 
 GIB = 1024**3
 _DTYPE_BYTES = {"bfloat16": 2.0, "float16": 2.0, "float32": 4.0}
@@ -119,10 +119,11 @@ def _context_that_fits(weight_b: float, kv_tok_b: int, tp: int, usable_b: float,
 def _no_fit_message(model: ModelInfo, req: PlanRequest, weight_b: float, need_tp: int | None) -> str:
     spec, count = req.gpus.spec, req.gpus.count
     usable = spec.memory_gib * req.gpu_memory_utilization
-    lines = [
+    head = (
         f"{model.name} does not fit on {req.gpus}: weights {weight_b / GIB:.1f} GiB, "
         f"usable {usable:.1f} GiB per GPU (x{req.gpu_memory_utilization:.2f}), overhead {req.overhead_gib} GiB/GPU."
-    ]
+    )
+    lines = [head]
     if need_tp is not None:
         lines.append(f"- it needs TP={need_tp}: use --gpus {spec.name}:{need_tp} or more")
     per_gpu = weight_b / count / GIB + req.overhead_gib
@@ -151,7 +152,11 @@ def make_plan(model: ModelInfo, req: PlanRequest, engine: EngineSpec) -> LaunchP
     if context is None:
         context = 4096
         warnings.append("config has no max_position_embeddings: assuming --max-model-len 4096")
-    if req.max_model_len and model.max_position_embeddings and req.max_model_len > model.max_position_embeddings:
+    if (
+        req.max_model_len
+        and model.max_position_embeddings
+        and req.max_model_len > model.max_position_embeddings
+    ):
         raise PlanError(
             f"--max-model-len {req.max_model_len} exceeds the model's max_position_embeddings "
             f"{model.max_position_embeddings}"

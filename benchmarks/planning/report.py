@@ -7,7 +7,7 @@ import shlex
 from benchmarks.planning.engines import EngineSpec
 from benchmarks.planning.plan import LaunchPlan
 
-__all__ = ["render_plan", "ASSUMPTIONS"]
+__all__ = ["ASSUMPTIONS", "render_plan"]
 
 ASSUMPTIONS = (
     "weights = params x serving-dtype bytes (or quantized bytes), split evenly over TP",
@@ -25,18 +25,27 @@ def _fmt_params(n: int) -> str:
 def render_plan(plan: LaunchPlan, engine: EngineSpec) -> str:
     m, req = plan.model, plan.request
     moe = f", MoE {m.num_experts} experts (top-{m.experts_per_token})" if m.is_moe else ""
+    spec = req.gpus.spec
+    quant = f", quantization {req.quantization}" if req.quantization else ""
     lines = [
         f"model     {m.name} ({m.model_type}{moe}) at {m.path or '-'}",
-        f"params    {_fmt_params(m.num_params)} [{m.params_source}], heads {m.num_attention_heads}, "
-        f"KV heads {m.num_kv_heads}, head_dim {m.head_dim}, KV layers {m.kv_layers}",
-        f"gpus      {req.gpus} ({req.gpus.spec.memory_gib:g} GiB, {req.gpus.spec.bf16_tflops:g} TFLOPs 16-bit, "
-        f"{req.gpus.spec.bandwidth_gbs:g} GB/s each)",
-        f"dtype     {plan.dtype}, {plan.bytes_per_param:.3g} bytes/param"
-        + (f", quantization {req.quantization}" if req.quantization else ""),
-        f"memory    weights {plan.weight_gib:.2f} GiB total, {plan.weights_per_gpu_gib:.2f} GiB/GPU; "
-        f"usable {plan.usable_per_gpu_gib:.1f} GiB/GPU; overhead {req.overhead_gib:g} GiB/GPU",
-        f"kv cache  {plan.kv_bytes_per_token / 1024:.1f} KiB/token; capacity {plan.kv_capacity_tokens:,} tokens "
-        f"per replica = {plan.max_concurrent_full_sequences:.1f} full {plan.max_model_len}-token sequences",
+        (
+            f"params    {_fmt_params(m.num_params)} [{m.params_source}], heads {m.num_attention_heads}, "
+            f"KV heads {m.num_kv_heads}, head_dim {m.head_dim}, KV layers {m.kv_layers}"
+        ),
+        (
+            f"gpus      {req.gpus} ({spec.memory_gib:g} GiB, {spec.bf16_tflops:g} TFLOPs 16-bit, "
+            f"{spec.bandwidth_gbs:g} GB/s each)"
+        ),
+        f"dtype     {plan.dtype}, {plan.bytes_per_param:.3g} bytes/param{quant}",
+        (
+            f"memory    weights {plan.weight_gib:.2f} GiB total, {plan.weights_per_gpu_gib:.2f} GiB/GPU; "
+            f"usable {plan.usable_per_gpu_gib:.1f} GiB/GPU; overhead {req.overhead_gib:g} GiB/GPU"
+        ),
+        (
+            f"kv cache  {plan.kv_bytes_per_token / 1024:.1f} KiB/token; capacity {plan.kv_capacity_tokens:,} "
+            f"tokens per replica = {plan.max_concurrent_full_sequences:.1f} full {plan.max_model_len}-token sequences"
+        ),
         f"parallel  TP={plan.tp} DP={plan.dp} EP={plan.ep} ({plan.gpus_used} of {req.gpus.count} GPUs)",
         f"decode    <= {plan.decode_tok_s_ceiling:,.0f} tok/s per sequence at batch 1 (roofline)",
         "",

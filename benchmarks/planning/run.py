@@ -15,7 +15,7 @@ from benchmarks.planning.plan import LaunchPlan, PlanRequest, make_plan
 from benchmarks.planning.report import render_plan
 from benchmarks.planning.sources import resolve_sources
 
-__all__ = ["PlanOptions", "plan_command", "container_model_path"]
+__all__ = ["PlanOptions", "container_model_path", "plan_command"]
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,10 @@ def plan_command(opts: PlanOptions, echo: Callable[[str], None]) -> list[LaunchP
             env.update(engine.env(plan))
             mapped = container_model_path(source.path, opts.write_env)
             if mapped is None:
-                echo(f"note: {source.path} is outside the compose models dir; set ABTEST_MODELS_DIR in "
-                     f"{opts.write_env} to its parent and {engine.model_env_key}=/models/{source.path.name}")
+                echo(
+                    f"note: {source.path} is outside the compose models dir; set ABTEST_MODELS_DIR in "
+                    f"{opts.write_env} to its parent and {engine.model_env_key}=/models/{source.path.name}"
+                )
                 env[engine.model_env_key] = f"/models/{source.path.name}"
             else:
                 env[engine.model_env_key] = mapped

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["WeightStats", "DTYPE_BYTES", "read_header", "weight_stats"]
+__all__ = ["DTYPE_BYTES", "WeightStats", "read_header", "weight_stats"]
 
 DTYPE_BYTES: dict[str, float] = {
     "F64": 8, "I64": 8, "U64": 8,
@@ -56,7 +56,7 @@ def read_header(path: Path) -> dict[str, dict[str, object]]:
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: safetensors header is not valid JSON ({exc})") from exc
     if not isinstance(header, dict):
-        raise ValueError(f"{path}: safetensors header is not a JSON object")
+        raise ValueError(f"{path}: safetensors header is not a JSON object")  # noqa: TRY004
     header.pop("__metadata__", None)
     return header
 
@@ -70,7 +70,7 @@ def _accumulate(header: dict[str, dict[str, object]], counts: Counter[str], path
             raise ValueError(f"{path}: tensor {name!r} has unknown dtype {dtype!r} or bad shape")
         n = math.prod(int(d) for d in shape)
         counts[dtype] += n
-        nbytes += int(math.ceil(n * DTYPE_BYTES[dtype]))
+        nbytes += math.ceil(n * DTYPE_BYTES[dtype])
     return nbytes
 
 

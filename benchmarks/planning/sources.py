@@ -1,17 +1,15 @@
 """Turn `--model DIR_OR_CONFIG` into model directories to plan.
 
-Accepts a Hugging Face model directory, its config.json, or an abtest config (TOML/YAML)
-whose `[[backends]]` name local model directories. Container paths under `/models/` map
+Accepts a Hugging Face model directory, its config.json, or an abtest config (TOML/YAML,
+read with `backends.config.load_config`) whose `[[backends]]` name local model directories. Container paths under `/models/` map
 to `$ABTEST_MODELS_DIR` (default `./models`), as in compose.
 """
 
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from benchmarks.planning.errors import PlanError
 
@@ -25,24 +23,6 @@ class ModelSource:
     path: Path
     backend: str | None = None  # backend name when read from an abtest config
     kind: str | None = None  # backend kind (hrm | hf | vllm | tgi)
-
-
-def _read_config(path: Path) -> dict[str, Any]:
-    text = path.read_text()
-    if path.suffix == ".toml":
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise PlanError(f"{path}: invalid TOML ({exc})") from exc
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PlanError(f"{path}: invalid YAML ({exc})") from exc
-    if not isinstance(data, dict):
-        raise PlanError(f"{path}: expected a mapping at the top level")
-    return data
 
 
 def _candidates(model: str, config_path: Path) -> list[Path]:
@@ -62,9 +42,16 @@ def resolve_sources(path: Path) -> list[ModelSource]:
         raise PlanError(f"--model {path}: no such file or directory")
     if path.name == "config.json":
         return [ModelSource(path.parent)]
-    if path.suffix not in _CONFIG_SUFFIXES:
-        raise PlanError(f"--model {path}: expected a model directory, its config.json, or an abtest .toml/.yaml")
-    cfg = _read_config(path)
+    if path.suffix.lower() not in _CONFIG_SUFFIXES:
+        raise PlanError(
+            f"--model {path}: expected a model directory, its config.json, or an abtest .toml/.yaml"
+        )
+    from backends.config import load_config
+
+    try:
+        cfg = load_config(path)
+    except ValueError as exc:  # backends.config.ConfigError names the file and the problem
+        raise PlanError(str(exc)) from exc
     backends = cfg.get("backends")
     if not isinstance(backends, list):
         raise PlanError(f"{path}: no [[backends]] list")

@@ -9,7 +9,15 @@ from typing import Any
 
 import yaml
 
-__all__ = ["REPO", "COMPOSE_DIR", "read_env_file", "interpolate", "load_compose", "variables_used", "ONE_SHOT"]
+__all__ = [
+    "COMPOSE_DIR",
+    "ONE_SHOT",
+    "REPO",
+    "interpolate",
+    "load_compose",
+    "read_env_file",
+    "variables_used",
+]
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_DIR = REPO / "compose"

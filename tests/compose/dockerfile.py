@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from tests.compose.composefile import REPO
 
-__all__ = ["Stage", "stages", "stage_names", "global_args"]
+__all__ = ["Stage", "global_args", "stage_names", "stages"]
 
 
 @dataclass

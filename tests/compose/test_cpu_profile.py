@@ -102,7 +102,7 @@ def started(tmp_path: Path, sample_models: dict[str, Path]) -> Iterator[dict[str
 def wait_healthy(name: str, health: list[str], deadline: float) -> None:
     """Run the service's own compose healthcheck until it passes (as Docker would)."""
     while time.monotonic() < deadline:
-        if subprocess.run(health, capture_output=True, timeout=10).returncode == 0:
+        if subprocess.run(health, capture_output=True, timeout=10, check=False).returncode == 0:
             return
         time.sleep(0.5)
     pytest.fail(f"{name}: healthcheck never passed")
@@ -123,7 +123,9 @@ def test_cpu_profile_commands_serve_hrm_and_router(started: dict[str, tuple[int,
             assert r.status_code == 200, r.text
             assert r.headers["X-Backend"] == arm and len(r.json()["completions"]) == 2
         # Same weights and checkpoint: the router's in-process hrm matches the HRM server (greedy).
-        via_router = client.post(f"http://127.0.0.1:{router_port}/generate", json=body, headers={"X-Backend": "hrm"})
+        via_router = client.post(
+            f"http://127.0.0.1:{router_port}/generate", json=body, headers={"X-Backend": "hrm"}
+        )
         assert via_router.json()["completions"] == direct.json()["completions"]
         bad = client.post(f"http://127.0.0.1:{router_port}/generate", json={"prompts": []})
         assert bad.status_code in (400, 422) and "prompts" in bad.text

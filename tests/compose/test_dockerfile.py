@@ -53,7 +53,9 @@ def test_runtime_is_slim_and_non_root() -> None:
         assert not any("pip install" in r for st in chain(s, target) for r in s[st].values("RUN")), target
 
 
-@pytest.mark.parametrize(("target", "port", "sub"), [("hrm-serve", "8000", "hrm"), ("router", "8080", "router")])
+@pytest.mark.parametrize(
+    ("target", "port", "sub"), [("hrm-serve", "8000", "hrm"), ("router", "8080", "router")]
+)
 def test_targets_expose_healthcheck_and_serve(target: str, port: str, sub: str) -> None:
     stage = stages()[target]
     assert stage.values("EXPOSE") == [port]

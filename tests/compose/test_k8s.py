@@ -52,7 +52,9 @@ def test_kustomization_lists_every_manifest() -> None:
     assert set(kustom["resources"]) == files
 
 
-@pytest.mark.parametrize(("name", "port", "sub"), [("abtest-router", 8080, "router"), ("abtest-hrm", 8000, "hrm")])
+@pytest.mark.parametrize(
+    ("name", "port", "sub"), [("abtest-router", 8080, "router"), ("abtest-hrm", 8000, "hrm")]
+)
 def test_deployments_have_probes_service_and_hpa(name: str, port: int, sub: str) -> None:
     dep = by_kind("Deployment")[name]
     pod = dep["spec"]["template"]

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LLAMA3_8B", "LLAMA3_70B", "LLAMA31_8B", "MIXTRAL_8X7B", "QWEN2_7B", "HRM_TEXT_SAVED", "KNOWN_PARAMS"]
+__all__ = [
+    "HRM_TEXT_SAVED",
+    "KNOWN_PARAMS",
+    "LLAMA3_8B",
+    "LLAMA3_70B",
+    "LLAMA31_8B",
+    "MIXTRAL_8X7B",
+    "QWEN2_7B",
+]
 
 LLAMA3_8B: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,

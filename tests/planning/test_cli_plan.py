@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from benchmarks.cli import app
 from benchmarks.planning.envfile import update_env_file
-from tests.planning.archs import HRM_TEXT_SAVED, LLAMA3_70B, LLAMA3_8B
+from tests.planning.archs import HRM_TEXT_SAVED, LLAMA3_8B, LLAMA3_70B
 
 
 def model_dir(root: Path, name: str, cfg: dict) -> Path:
@@ -29,7 +29,9 @@ def test_plan_prints_parallelism_and_flags(tmp_path: Path) -> None:
     code, out = invoke("--model", str(model_dir(tmp_path, "llama3-70b", LLAMA3_70B)), "--gpus", "A100-40:4")
     assert code == 0, out
     assert "TP=4 DP=1 EP=1" in out and "--tensor-parallel-size 4" in out and "assumptions:" in out
-    code, out = invoke("--model", str(tmp_path / "llama3-70b" / "config.json"), "--gpus", "H100:4", "--engine", "tgi")
+    code, out = invoke(
+        "--model", str(tmp_path / "llama3-70b" / "config.json"), "--gpus", "H100:4", "--engine", "tgi"
+    )
     assert code == 0 and "--num-shard 2" in out and "--max-total-tokens 8192" in out
 
 
@@ -57,7 +59,7 @@ def test_write_env_updates_compose_env_in_place(tmp_path: Path) -> None:
     compose = tmp_path / "compose"
     compose.mkdir()
     env = compose / ".env"
-    env.write_text("# keep me\nHF_TOKEN=\nVLLM_ARGS=\"--gpu-memory-utilization 0.40\"\nVLLM_GPU_COUNT=1\n")
+    env.write_text('# keep me\nHF_TOKEN=\nVLLM_ARGS="--gpu-memory-utilization 0.40"\nVLLM_GPU_COUNT=1\n')
     llama = model_dir(tmp_path / "models", "llama3-8b", LLAMA3_8B)
     code, out = invoke("--model", str(llama), "--gpus", "H100:2", "--write-env", str(env))
     assert code == 0, out
@@ -85,7 +87,9 @@ def test_plan_from_abtest_config_uses_backend_kind(tmp_path: Path, monkeypatch: 
     assert code == 0, out
     assert "== backend h (tgi) ==" in out and "--num-shard 1" in out and "hrm_text" in out
     empty = tmp_path / "empty.toml"
-    empty.write_text('[[backends]]\nname = "v"\nkind = "vllm"\nurl = "http://x:8000"\nmodel = "served-name"\n')
+    empty.write_text(
+        '[[backends]]\nname = "v"\nkind = "vllm"\nurl = "http://x:8000"\nmodel = "served-name"\n'
+    )
     code, out = invoke("--model", str(empty), "--gpus", "L4:1")
     assert code == 2 and "pass --model DIR" in out
 

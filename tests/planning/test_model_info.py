@@ -13,7 +13,12 @@ from tests.planning.archs import HRM_TEXT_SAVED, KNOWN_PARAMS, LLAMA3_8B, LLAMA3
 
 @pytest.mark.parametrize(
     ("cfg", "key"),
-    [(LLAMA3_8B, "llama3-8b"), (LLAMA3_70B, "llama3-70b"), (MIXTRAL_8X7B, "mixtral-8x7b"), (QWEN2_7B, "qwen2-7b")],
+    [
+        (LLAMA3_8B, "llama3-8b"),
+        (LLAMA3_70B, "llama3-70b"),
+        (MIXTRAL_8X7B, "mixtral-8x7b"),
+        (QWEN2_7B, "qwen2-7b"),
+    ],
 )
 def test_param_estimate_matches_published_counts(cfg: dict, key: str) -> None:
     assert estimate_params(cfg) == pytest.approx(KNOWN_PARAMS[key], rel=0.01)
@@ -37,7 +42,9 @@ def test_hrm_saved_config_counts_kv_slots_not_stacks() -> None:
     info = model_info_from_config(HRM_TEXT_SAVED)
     assert info.is_hrm and info.kv_layers == 12  # already per slot: 2 layers x H2 x (L2 + 1)
     assert info.num_kv_heads == 4  # MHA, no num_key_value_heads in the config
-    first_form = {k: v for k, v in HRM_TEXT_SAVED.items() if k != "num_layers_per_stack"} | {"num_hidden_layers": 2}
+    first_form = {k: v for k, v in HRM_TEXT_SAVED.items() if k != "num_layers_per_stack"} | {
+        "num_hidden_layers": 2
+    }
     assert model_info_from_config(first_form).kv_layers == 12
 
 
@@ -74,8 +81,10 @@ def test_safetensors_header_counts_params_and_dtypes(tmp_path: Path) -> None:
 def test_sharded_index_uses_shards_or_total_size(tmp_path: Path) -> None:
     save_file({"a": torch.zeros(10, dtype=torch.float16)}, str(tmp_path / "model-00001-of-00002.safetensors"))
     save_file({"b": torch.zeros(6, dtype=torch.float16)}, str(tmp_path / "model-00002-of-00002.safetensors"))
-    index = {"metadata": {"total_size": 32},
-             "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}
+    index = {
+        "metadata": {"total_size": 32},
+        "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"},
+    }
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
     stats = weight_stats(tmp_path)
     assert stats is not None and stats.num_params == 16 and stats.files == 2

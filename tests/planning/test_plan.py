@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.planning import PlanError, PlanRequest, get_engine, make_plan, model_info_from_config, parse_gpus
+from benchmarks.planning import (
+    PlanError,
+    PlanRequest,
+    get_engine,
+    make_plan,
+    model_info_from_config,
+    parse_gpus,
+)
 from benchmarks.planning.plan import LaunchPlan
 from tests.planning.archs import HRM_TEXT_SAVED, LLAMA3_8B, LLAMA3_70B, LLAMA31_8B, MIXTRAL_8X7B, QWEN2_7B
 
