@@ -141,6 +141,11 @@ def make_plan(model: ModelInfo, req: PlanRequest, engine: EngineSpec) -> LaunchP
     if not 0.1 <= req.gpu_memory_utilization <= 1.0:
         raise PlanError("--gpu-memory-utilization must be in [0.1, 1.0]")
     warnings: list[str] = []
+    if req.gpus.spec.vendor != "nvidia":
+        warnings.append(
+            f"{req.gpus.spec.name} is an {req.gpus.spec.vendor.upper()} GPU: use the engines' ROCm images "
+            "(compose/docker-compose.yml reserves NVIDIA devices)"
+        )
     dtype = _resolve_dtype(model, req, warnings)
     engine.check(model, req, dtype, warnings)
     bpp = _bytes_per_param(model, req, engine, dtype, warnings)

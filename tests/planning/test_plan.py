@@ -114,3 +114,8 @@ def test_env_values_for_compose() -> None:
     assert env["VLLM_GPU_COUNT"] == "4" and env["VLLM_ARGS"].startswith("--tensor-parallel-size 4")
     tgi = get_engine("tgi").env(plan(LLAMA3_70B, "A100-40:4", engine="tgi"))
     assert tgi["TGI_GPU_COUNT"] == "4" and "--num-shard 4" in tgi["TGI_ARGS"]
+
+
+def test_mi300x_fits_70b_on_one_gpu_with_rocm_note() -> None:
+    p = plan(LLAMA3_70B, "MI300X:1")
+    assert p.tp == 1 and any("ROCm" in w for w in p.warnings)
