@@ -52,6 +52,10 @@ class HfBackend:
     async def start(self) -> None:
         if self._hf is None:
             s = self.settings
+            # Resolve transformers' lazy attributes on this thread: two loads racing
+            # through the lazy module in worker threads can fail with ImportError.
+            from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
+
             try:
                 self._hf = await asyncio.to_thread(load_hf, s.model, s.device, s.dtype)
             except (OSError, ValueError) as exc:
@@ -69,6 +73,14 @@ class HfBackend:
                             tokenizer_id=m.model_id, token_logprobs=True)
         return BackendInfo(name=self.name, kind="hf", model=m.model_id, capabilities=caps,
                            extra={"device": m.device, "prefix_lm": m.prefix_lm})
+
+    def normalizations(self, info: BackendInfo) -> list[str]:
+        return [
+            "temperature=0 -> do_sample=False; sampling sets top_k=0 (transformers defaults to 50)",
+            "stop -> generate(stop_strings=...) and the text is cut at the stop",
+            f"prompts batched {self.settings.max_batch_size} at a time with left padding; seed seeds the batch",
+            "loglikelihood: teacher forcing in-process",
+        ] + (["prefix-LM model scored causally"] if info.extra.get("prefix_lm") else [])
 
     async def generate(self, prompts: list[str], params: SamplingParams) -> list[Completion]:
         m = self._model

@@ -64,6 +64,8 @@ class HrmBackend:
     async def start(self) -> None:
         if self._engine is not None:
             return
+        from transformers import AutoConfig, AutoTokenizer  # noqa: F401  (resolve lazy imports on this thread)
+
         from hrm.async_engine import AsyncHrmEngine
         from hrm.engine import HrmEngine
 
@@ -95,6 +97,13 @@ class HrmBackend:
         extra = {"prefix_lm": getattr(engine, "prefix_lm", None), "queue_depth": self._async.queue_depth,
                  "num_running": self._async.num_running}
         return BackendInfo(name=self.name, kind="hrm", model=str(model_id), capabilities=caps, extra=extra)
+
+    def normalizations(self, info: BackendInfo) -> list[str]:
+        return [
+            "native engine parameters (no translation); continuous batching in-process",
+            f"max_tokens capped at {self.settings.max_tokens_cap} (max_tokens_cap)",
+            "loglikelihood: teacher forcing in the engine",
+        ]
 
     async def _call(self, awaitable: Awaitable[T]) -> T:
         try:

@@ -63,6 +63,19 @@ class TgiBackend(RemoteBackendBase):
         value = (await self.info()).extra.get("max_stop_sequences")
         return int(value) if isinstance(value, int) else None
 
+    def normalizations(self, info: BackendInfo) -> list[str]:
+        limit = info.extra.get("max_stop_sequences")
+        notes = [
+            "max_tokens -> max_new_tokens; temperature=0 -> do_sample=false, temperature omitted",
+            "top_p=1.0 omitted (TGI rejects 1.0); seed 0 not sent (TGI needs seed > 0)",
+            f"stop: first {limit if limit is not None else 4} sent, the rest cut client-side",
+            f"one prompt per request, at most {self.settings.max_concurrency} in flight, order kept",
+            "loglikelihood: /generate max_new_tokens=1 + decoder_input_details, boundary from /tokenize offsets",
+        ]
+        if self._prefix_lm:
+            notes.append(PREFIX_LM_NOTE)
+        return notes
+
     async def generate(self, prompts: list[str], params: SamplingParams) -> list[Completion]:
         req = tgi_request(params, await self._max_stop())
 

@@ -75,6 +75,20 @@ class VllmBackend(RemoteBackendBase):
                                     "prefix_lm": self._prefix_lm}
         return BackendInfo(name=self.name, kind="vllm", model=model, capabilities=caps, extra=extra)
 
+    def normalizations(self, info: BackendInfo) -> list[str]:
+        notes = [
+            "max_tokens, temperature (0 = greedy), top_p, seed, stop: sent as-is to /v1/completions",
+            f"one prompt per request, at most {self.settings.max_concurrency} in flight, order kept",
+            "loglikelihood: echo + logprobs on " + ("token ids" if self.settings.tokenizer else "text (boundary "
+                                                    "from text_offset)") if info.capabilities.loglikelihood
+            else "loglikelihood: unavailable (server returns no echoed log-probs)",
+        ]
+        if not info.capabilities.token_logprobs:
+            notes.append("per-token log-probs: unavailable on this server")
+        if self._prefix_lm:
+            notes.append(PREFIX_LM_NOTE)
+        return notes
+
     async def generate(self, prompts: list[str], params: SamplingParams) -> list[Completion]:
         info = await self.info()
         return await self._fan_out(prompts, lambda p: self._one(p, params, info))
