@@ -111,7 +111,8 @@ class RequestRecord:
         return self.error_class is None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Shallow on purpose: dataclasses.asdict deep-copies (~100 us per record at 1,000 req/s).
+        return dict(vars(self))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RequestRecord:

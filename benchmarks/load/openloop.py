@@ -11,7 +11,9 @@ import numpy as np
 from benchmarks.load.base import SendFn
 from benchmarks.records import RequestItem
 
-__all__ = ["dispatch", "gamma_offsets"]
+__all__ = ["dispatch", "gamma_offsets", "SPIN_S"]
+
+SPIN_S = 0.0  # spinning burns a core; on small shared machines it raises lag p99 (measured)
 
 
 def gamma_offsets(n: int, rate: float, shape: float, seed: int) -> list[float]:
@@ -22,15 +24,20 @@ def gamma_offsets(n: int, rate: float, shape: float, seed: int) -> list[float]:
     return [float(x) for x in np.cumsum(gaps)]
 
 
-async def dispatch(items: Sequence[RequestItem], offsets: list[float], send: SendFn) -> None:
-    """Start each request at origin + offset; sleep coarsely, then yield-spin the last ~1.5 ms."""
+async def dispatch(items: Sequence[RequestItem], offsets: list[float], send: SendFn,
+                   spin_s: float = SPIN_S) -> None:
+    """Start each request at origin + offset: sleep, then yield-spin the last `spin_s`.
+
+    The event loop's sleeps wake up to ~1 ms late (epoll's millisecond timeout), so a
+    short spin (yielding to other tasks) sharpens send times at a small CPU cost.
+    """
     origin = time.perf_counter()
     tasks: list[asyncio.Task[None]] = []
     for item, off in zip(items, offsets, strict=True):
         due = origin + off
         delay = due - time.perf_counter()
-        if delay > 0.002:
-            await asyncio.sleep(delay - 0.0015)
+        if delay > spin_s:
+            await asyncio.sleep(delay - spin_s)
         while time.perf_counter() < due:
             await asyncio.sleep(0)
         tasks.append(asyncio.create_task(send(item, due)))
