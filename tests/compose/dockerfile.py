@@ -20,9 +20,10 @@ class Stage:
 
 
 def _parsed() -> list[dict[str, object]]:
-    from dockerfile_parse import DockerfileParser
+    import pytest
 
-    parser = DockerfileParser(path=str(REPO / "Dockerfile"))
+    parse = pytest.importorskip("dockerfile_parse", reason="pip install dockerfile-parse")
+    parser = parse.DockerfileParser(path=str(REPO / "Dockerfile"))
     return list(parser.structure)
 
 
