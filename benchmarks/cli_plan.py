@@ -12,7 +12,7 @@ __all__ = ["register"]
 
 def plan(
     model: Annotated[Path, typer.Option("--model", help="model dir, its config.json, or an abtest config")],
-    gpus: Annotated[str, typer.Option("--gpus", help="GPU inventory NAME:COUNT, e.g. H100:4")] = "H100:1",
+    gpus: Annotated[str, typer.Option("--gpus", help="GPU inventory NAME:COUNT, e.g. H100:4")],
     engine: Annotated[str | None, typer.Option(help="vllm | tgi (default: backend kind, else vllm)")] = None,
     dtype: Annotated[str, typer.Option(help="auto | bfloat16 | float16 | float32")] = "auto",
     quantization: Annotated[str | None, typer.Option(help="quantize on load: fp8, bitsandbytes, ...")] = None,
