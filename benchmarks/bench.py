@@ -38,12 +38,16 @@ class Prepared:
     schedule: Schedule
 
     @property
+    def block_size(self) -> int:
+        return self.settings.block_size or 8
+
+    @property
     def schedule_sha256(self) -> str:
         n = len(self.request_list.items)
         return canonical_sha256({
             "levels": [[lv.label, lv.offsets(n)] for lv in self.levels],
             "segments": [list(s) for s in self.schedule.segments],
-            "block_size": self.settings.block_size,
+            "block_size": self.block_size,
         })
 
 
@@ -98,9 +102,19 @@ def _prompts(s: RunSettings, levels: list[LoadProfile]) -> list[Any]:
     return builtin_prompts(s.prompt_set, n or 48, s.seed)
 
 
+def auto_block_size(levels: list[LoadProfile]) -> int:
+    """Blocks long enough that a level's load is reached: 4x the largest concurrency, or ~2 s of
+    arrivals at the highest rate; at least 8 requests."""
+    conc = max((lv.concurrency or 0 for lv in levels), default=0)
+    rate = max((lv.rate or 0.0 for lv in levels), default=0.0)
+    return max(8, 4 * conc, math.ceil(2 * rate))
+
+
 def prepare(s: RunSettings) -> Prepared:
     """Validate every input and build targets (without starting them). Raises ValueError."""
     levels = parse_levels(s.concurrency, s.rate, s.arrival, s.seed, s.burstiness)
+    if s.block_size is None:
+        s = s.model_copy(update={"block_size": auto_block_size(levels)})
     raws = _prompts(s, levels)
     rl = build_request_list(raws, Params(s.max_tokens, s.temperature, s.top_p, None, ()), seed=s.seed,
                             warmup=s.warmup)
@@ -115,7 +129,7 @@ def prepare(s: RunSettings) -> Prepared:
     if s.reference is not None and s.reference not in names:
         raise ValueError(f"--reference {s.reference!r} is not a target; targets: {', '.join(names)}")
     targets = {n: _make_target(sp, s) for n, sp in zip(names, specs, strict=True)}
-    schedule = block_schedule(names, len(rl.items), s.block_size, s.repeats, s.order, s.seed)
+    schedule = block_schedule(names, len(rl.items), s.block_size or 8, s.repeats, s.order, s.seed)
     return Prepared(s, levels, rl, specs, targets, schedule)
 
 
@@ -157,7 +171,7 @@ def execute(run_dir: Path, p: Prepared, progress: Progress | None = None) -> Non
     sink.open()
     done = {record_key(d) for d in read_records(sink.path)}
     runner = Runner(targets=p.targets, levels=p.levels, request_list=p.request_list, sink=sink,
-                    schedule=p.schedule, block_size=p.settings.block_size, done=done,
+                    schedule=p.schedule, block_size=p.block_size, done=done,
                     progress=progress or NullProgress(), cross_score=p.settings.cross_score)
     try:
         asyncio.run(runner.run())
@@ -199,7 +213,7 @@ def resume(run_dir: Path) -> Prepared:
     specs = manifest["targets"]
     names = [sp["name"] for sp in specs]
     targets = {n: _make_target(sp, s) for n, sp in zip(names, specs, strict=True)}
-    schedule = block_schedule(names, len(rl.items), s.block_size, s.repeats, s.order, s.seed)
+    schedule = block_schedule(names, len(rl.items), s.block_size or 8, s.repeats, s.order, s.seed)
     p = Prepared(s, levels, rl, specs, targets, schedule)
     if p.schedule_sha256 != manifest["schedule_sha256"]:
         raise ValueError(f"{run_dir}: rebuilt schedule does not match the manifest hash")

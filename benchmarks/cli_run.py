@@ -53,7 +53,7 @@ def run_cmd(
     warmup: Annotated[int, typer.Option(help="warmup requests per target (not measured)")] = 2,
     repeats: Annotated[int, typer.Option(help="replays of the request list (>= 2 gives a noise floor)")] = 2,
     order: Annotated[str, typer.Option(help="block interleaving: abba | random")] = "abba",
-    block_size: int = 8,
+    block_size: Annotated[int | None, typer.Option(help="requests per interleaved block (default: auto)")] = None,
     reference: Annotated[str | None, typer.Option(help="agreement reference (default: first target)")] = None,
     slo: Annotated[str | None, typer.Option(help="goodput SLOs in ms, e.g. ttft=200,e2el=2000")] = None,
     max_lag_ms: Annotated[float, typer.Option(help="run invalid when schedule lag p99 exceeds this")] = 25.0,

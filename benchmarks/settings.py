@@ -33,7 +33,7 @@ class RunSettings(BaseModel):
     warmup: int = Field(default=2, ge=0)
     repeats: int = Field(default=2, ge=1)
     order: str = "abba"
-    block_size: int = Field(default=8, ge=1)
+    block_size: int | None = Field(default=None, ge=1)  # None: auto (see bench.auto_block_size)
     reference: str | None = None
     slo_ms: dict[str, float] = Field(default_factory=dict)
     max_lag_ms: float = Field(default=25.0, gt=0)
