@@ -22,6 +22,10 @@ def _fmt_params(n: int) -> str:
     return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.2f}M" if n >= 1e6 else f"{n / 1e3:.1f}k"
 
 
+def _fmt_gib(gib: float) -> str:
+    return f"{gib:.2f} GiB" if gib >= 1 else f"{gib * 1024:.2f} MiB"
+
+
 def render_plan(plan: LaunchPlan, engine: EngineSpec) -> str:
     m, req = plan.model, plan.request
     moe = f", MoE {m.num_experts} experts (top-{m.experts_per_token})" if m.is_moe else ""
@@ -39,7 +43,7 @@ def render_plan(plan: LaunchPlan, engine: EngineSpec) -> str:
         ),
         f"dtype     {plan.dtype}, {plan.bytes_per_param:.3g} bytes/param{quant}",
         (
-            f"memory    weights {plan.weight_gib:.2f} GiB total, {plan.weights_per_gpu_gib:.2f} GiB/GPU; "
+            f"memory    weights {_fmt_gib(plan.weight_gib)} total, {_fmt_gib(plan.weights_per_gpu_gib)}/GPU; "
             f"usable {plan.usable_per_gpu_gib:.1f} GiB/GPU; overhead {req.overhead_gib:g} GiB/GPU"
         ),
         (
