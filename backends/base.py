@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from backends.types import BackendInfo, Completion, LoglikelihoodResult, SamplingParams, StreamEvent
 
-__all__ = ["Backend", "BackendSettings", "register", "create_backend", "kinds", "settings_model"]
+__all__ = ["Backend", "BackendSettings", "create_backend", "kinds", "register", "settings_model"]
 
 
 class BackendSettings(BaseModel):
@@ -52,9 +52,9 @@ def register(kind: str, settings_cls: type[BackendSettings]) -> Callable[[type],
 
 def _load_builtin_kinds() -> None:
     # Importing the modules runs their @register decorators.
-    import backends.hf  # noqa: F401
-    import backends.hrm  # noqa: F401
-    import backends.tgi  # noqa: F401
+    import backends.hf
+    import backends.hrm
+    import backends.tgi
     import backends.vllm  # noqa: F401
 
 

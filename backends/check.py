@@ -11,7 +11,7 @@ from backends.base import create_backend
 from backends.errors import BackendError
 from backends.types import BackendInfo, SamplingParams
 
-__all__ = ["CheckResult", "check_backend", "check_all"]
+__all__ = ["CheckResult", "check_all", "check_backend"]
 
 
 @dataclass

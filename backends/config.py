@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from backends.base import BackendSettings, kinds, settings_model
 
-__all__ = ["ConfigError", "load_config", "backend_specs", "validate_specs"]
+__all__ = ["ConfigError", "backend_specs", "load_config", "validate_specs"]
 
 
 class ConfigError(ValueError):
@@ -31,7 +31,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{p}: invalid TOML: {exc}") from None
     elif suffix in (".yaml", ".yml"):
-        import yaml
+        import yaml  # type: ignore[import-untyped]
 
         try:
             doc = yaml.safe_load(raw) or {}

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 __all__ = [
     "BackendError",
-    "BackendRejected",
-    "BackendUnavailable",
-    "BackendTimeout",
-    "BackendProtocolError",
     "BackendOverloaded",
+    "BackendProtocolError",
+    "BackendRejected",
+    "BackendTimeout",
+    "BackendUnavailable",
 ]
 
 
 class BackendError(Exception):
+    upstream_status: int | None = None  # the backend's own HTTP status, when it answered one
+
     def __init__(self, backend: str, message: str) -> None:
         super().__init__(f"{backend}: {message}")
         self.backend = backend

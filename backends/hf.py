@@ -12,9 +12,16 @@ from backends.errors import BackendUnavailable
 from backends.hf_compute import HfModel, load_hf
 from backends.settings import InProcessSettings
 from backends.stops import StopScanner
-from backends.types import BackendInfo, Capabilities, Completion, LoglikelihoodResult, SamplingParams, StreamEvent
+from backends.types import (
+    BackendInfo,
+    Capabilities,
+    Completion,
+    LoglikelihoodResult,
+    SamplingParams,
+    StreamEvent,
+)
 
-__all__ = ["HfSettings", "HfBackend"]
+__all__ = ["HfBackend", "HfSettings"]
 
 
 class HfSettings(InProcessSettings):

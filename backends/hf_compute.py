@@ -9,7 +9,7 @@ from typing import Any
 from backends.scoring import continuation_start, split_context, truncate_at_stop
 from backends.types import Completion, LoglikelihoodResult, SamplingParams
 
-__all__ = ["HfModel", "load_hf", "generate_kwargs"]
+__all__ = ["HfModel", "generate_kwargs", "load_hf"]
 
 
 def _resolve(device: str, dtype: str) -> tuple[Any, Any]:
@@ -108,8 +108,9 @@ class HfModel:
         with torch.inference_mode():
             logits = self.model(input_ids=input_ids, attention_mask=mask).logits.float()
         logprobs = logits.log_softmax(-1)
-        notes = ["loglikelihood: prefix-LM model scored causally (transformers applies the bidirectional "
-                 "prefix only with token_type_ids)"] if self.prefix_lm else []
+        note = ("loglikelihood: prefix-LM model scored causally (transformers applies the bidirectional "
+                "prefix only with token_type_ids)")
+        notes = [note] if self.prefix_lm else []
         results = []
         for r, (ids, start) in enumerate(rows):
             pos = torch.arange(start, len(ids), device=self.device)

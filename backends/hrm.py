@@ -14,11 +14,18 @@ from backends.base import register
 from backends.errors import BackendOverloaded, BackendRejected, BackendUnavailable
 from backends.scoring import split_context
 from backends.settings import InProcessSettings
-from backends.types import BackendInfo, Capabilities, Completion, LoglikelihoodResult, SamplingParams, StreamEvent
+from backends.types import (
+    BackendInfo,
+    Capabilities,
+    Completion,
+    LoglikelihoodResult,
+    SamplingParams,
+    StreamEvent,
+)
 from hrm.errors import CheckpointError, InvalidRequestError, QueueFullError
 from hrm.params import CompletionOutput
 
-__all__ = ["HrmSettings", "HrmBackend"]
+__all__ = ["HrmBackend", "HrmSettings"]
 
 T = TypeVar("T")
 

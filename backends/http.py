@@ -30,7 +30,7 @@ _RETRYABLE = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
 class SseEvent:
-    __slots__ = ("event", "data")
+    __slots__ = ("data", "event")
 
     def __init__(self, event: str | None, data: str) -> None:
         self.event = event
@@ -114,7 +114,7 @@ class HttpTransport:
             exc = BackendRejected(self._name, message, status=status, field=field)
         else:
             exc = BackendUnavailable(self._name, f"HTTP {status}: {message}")
-        exc.upstream_status = status  # type: ignore[attr-defined]  # the backend's own status code
+        exc.upstream_status = status
         raise exc
 
     async def _send(self, request: httpx.Request, *, stream: bool) -> httpx.Response:

@@ -7,7 +7,7 @@ from typing import Any
 from backends.errors import BackendProtocolError
 from backends.types import Completion, SamplingParams
 
-__all__ = ["completion_body", "parse_choice", "parse_usage", "echo_scores"]
+__all__ = ["completion_body", "echo_scores", "parse_choice", "parse_usage"]
 
 
 def completion_body(model: str, prompt: str | list[int], params: SamplingParams, *, logprobs: bool) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from backends.http import HttpTransport
 from backends.settings import HttpBackendSettings
 
-__all__ = ["RemoteBackendBase", "PREFIX_LM_NOTE", "detect_prefix_lm", "timed"]
+__all__ = ["PREFIX_LM_NOTE", "RemoteBackendBase", "detect_prefix_lm", "timed"]
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["split_context", "continuation_start", "truncate_at_stop"]
+__all__ = ["continuation_start", "split_context", "truncate_at_stop"]
 
 
 def split_context(context: str, continuation: str) -> tuple[str, str]:

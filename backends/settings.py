@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from backends.base import BackendSettings
 
-__all__ = ["Timeouts", "HttpBackendSettings", "InProcessSettings", "read_api_key"]
+__all__ = ["HttpBackendSettings", "InProcessSettings", "Timeouts", "read_api_key"]
 
 
 class Timeouts(BaseModel):

@@ -13,9 +13,16 @@ from backends.scoring import continuation_start, split_context, truncate_at_stop
 from backends.settings import HttpBackendSettings
 from backends.stops import StopScanner
 from backends.tgi_wire import FINISH, parse_generate, tgi_request
-from backends.types import BackendInfo, Capabilities, Completion, LoglikelihoodResult, SamplingParams, StreamEvent
+from backends.types import (
+    BackendInfo,
+    Capabilities,
+    Completion,
+    LoglikelihoodResult,
+    SamplingParams,
+    StreamEvent,
+)
 
-__all__ = ["TgiSettings", "TgiBackend"]
+__all__ = ["TgiBackend", "TgiSettings"]
 
 
 class TgiSettings(HttpBackendSettings):
@@ -116,10 +123,11 @@ class TgiBackend(RemoteBackendBase):
                 ttft = ttft if ttft is not None else elapsed()
                 yield StreamEvent(text=out)
             if scanner.stopped or details:
+                d: dict[str, Any] = details or {}
                 try:
-                    reason = "stop" if scanner.stopped else FINISH[details["finish_reason"]]
-                    generated = n_tokens if scanner.stopped else int(details["generated_tokens"])
-                    input_length = None if details is None else int(details["input_length"])
+                    reason = "stop" if scanner.stopped else FINISH[d["finish_reason"]]
+                    generated = int(d["generated_tokens"]) if d else n_tokens
+                    input_length = int(d["input_length"]) if d else None
                 except (KeyError, TypeError, ValueError) as exc:
                     raise BackendProtocolError(self.name, f"last stream event details lack {exc}") from None
                 rest = scanner.flush()

@@ -9,7 +9,7 @@ from backends.errors import BackendProtocolError
 from backends.scoring import truncate_at_stop
 from backends.types import Completion, SamplingParams
 
-__all__ = ["TgiRequest", "tgi_request", "parse_generate", "FINISH"]
+__all__ = ["FINISH", "TgiRequest", "parse_generate", "tgi_request"]
 
 FINISH = {"length": "length", "eos_token": "eos", "stop_sequence": "stop"}
 DEFAULT_MAX_STOP = 4

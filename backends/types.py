@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from hrm.params import SamplingParams
 from hrm.schemas import FinishReason
 
-__all__ = ["SamplingParams", "Capabilities", "BackendInfo", "Completion", "LoglikelihoodResult", "StreamEvent"]
+__all__ = ["BackendInfo", "Capabilities", "Completion", "LoglikelihoodResult", "SamplingParams", "StreamEvent"]
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,16 @@ from backends.openai_wire import completion_body, echo_scores, parse_choice, par
 from backends.remote import PREFIX_LM_NOTE, RemoteBackendBase, timed
 from backends.scoring import continuation_start, split_context
 from backends.settings import HttpBackendSettings
-from backends.types import BackendInfo, Capabilities, Completion, LoglikelihoodResult, SamplingParams, StreamEvent
+from backends.types import (
+    BackendInfo,
+    Capabilities,
+    Completion,
+    LoglikelihoodResult,
+    SamplingParams,
+    StreamEvent,
+)
 
-__all__ = ["VllmSettings", "VllmBackend"]
+__all__ = ["VllmBackend", "VllmSettings"]
 
 
 class VllmSettings(HttpBackendSettings):
@@ -49,7 +56,7 @@ class VllmBackend(RemoteBackendBase):
             models = await self._http.request_json("GET", "/v1/models")
             entries = [m for m in models["data"] if isinstance(m, dict)]
         except (BackendUnavailable, BackendRejected) as exc:
-            if self.settings.model is None or getattr(exc, "upstream_status", None) is None:
+            if self.settings.model is None or exc.upstream_status is None:
                 raise  # down, or nothing to fall back on
             entries = []  # some servers (transformers serve) fail to list; the configured model is used
         except (KeyError, TypeError):

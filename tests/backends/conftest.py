@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-
-from typing import Any
 
 from tests.doubles import build_tiny_models, create_tgi_app, create_vllm_app, serve
 

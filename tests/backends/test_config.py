@@ -54,8 +54,8 @@ router: {policy: split}
     [
         ('[[backends]]\nname = "a"\nkind = "nope"\n', "backends[0].kind: unknown kind 'nope'"),
         ('[[backends]]\nkind = "tgi"\nurl = "http://x"\n', "backends[0].name: required"),
-        ('[[backends]]\nname = "a"\nkind = "tgi"\nurl = "http://x"\n[[backends]]\nname = "a"\nkind = "tgi"\n'
-         'url = "http://y"\n', "backends[1].name: duplicate backend name 'a'"),
+        ('[[backends]]\nname = "a"\nkind = "tgi"\nurl = "http://x"\n' * 2,
+         "backends[1].name: duplicate backend name 'a'"),
         ('[[backends]]\nname = "a"\nkind = "tgi"\nurl = "ftp://x"\n', "backends[0].url: Value error, url must start"),
         ('[[backends]]\nname = "a"\nkind = "tgi"\n', "backends[0].url: Field required"),
         ('[[backends]]\nname = "a"\nkind = "tgi"\nurl = "http://x"\nmax_concurrency = 0\n',

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["free_port", "start_server", "serve"]
+__all__ = ["free_port", "serve", "start_server"]
 
 
 def free_port() -> int:

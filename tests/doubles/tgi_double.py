@@ -60,7 +60,7 @@ def _check(spec: TgiSpec, schema: str, body: Any, lm: DoubleLM, max_stop: int) -
         raise _Invalid(f"Failed to deserialize the JSON body into the target type: {problems[0]}")
     unknown = set(p) - _PARAMS
     if unknown:
-        raise _Invalid(f"Failed to deserialize the JSON body: parameters: unknown field `{sorted(unknown)[0]}`")
+        raise _Invalid(f"Failed to deserialize the JSON body: parameters: unknown field `{min(unknown)}`")
     n_in = len(lm.encode(body["inputs"])[0])
     new = p.get("max_new_tokens") or 100
     if n_in + new > lm.max_context:

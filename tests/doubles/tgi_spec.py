@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TgiSpec", "SPEC_PATH"]
+__all__ = ["SPEC_PATH", "TgiSpec"]
 
 SPEC_PATH = Path("/work/shared/specs/tgi-openapi.json")
 

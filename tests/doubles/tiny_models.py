@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["build_tiny_models", "CORPUS"]
+__all__ = ["CORPUS", "build_tiny_models"]
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -45,8 +45,9 @@ def build_tiny_models(root: Path) -> dict[str, Path]:
     if all((p / "config.json").exists() for p in paths.values()):
         return paths
     torch.manual_seed(0)
-    common = dict(vocab_size=300, hidden_size=64, intermediate_size=128, num_attention_heads=2, head_dim=32,
-                  max_position_embeddings=256, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    common = {"vocab_size": 300, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2,
+              "head_dim": 32, "max_position_embeddings": 256, "pad_token_id": 0, "bos_token_id": 1,
+              "eos_token_id": 2}
     hrm = HrmTextForCausalLM(HrmTextConfig(num_hidden_layers=1, H_cycles=2, L_cycles=1, prefix_lm=False, **common))
     llama = LlamaForCausalLM(LlamaConfig(num_hidden_layers=2, num_key_value_heads=2, **common))
     for name, model in (("hrm-tiny", hrm), ("llama-tiny", llama)):

@@ -46,7 +46,7 @@ def _validate(body: Any, served: str, lm: DoubleLM) -> tuple[list[int], str]:
         raise _Bad("request body must be a JSON object")
     unknown = set(body) - _FIELDS
     if unknown:
-        raise _Bad(f"unknown fields: {sorted(unknown)}", sorted(unknown)[0])
+        raise _Bad(f"unknown fields: {sorted(unknown)}", min(unknown))
     if body.get("model") != served:
         raise _Bad(f"The model `{body.get('model')}` does not exist.", "model", 404)
     prompt = body.get("prompt")
