@@ -63,7 +63,8 @@ def v1_routes(state: RouterState) -> APIRouter:
             state.shadow.maybe_generate(table, ctx.request_id, backend, prompts, params, texts)
 
         out = _json(resp)
-        out.background = BackgroundTask(start_shadow)
+        if table.settings.shadow is not None:
+            out.background = BackgroundTask(start_shadow)
         return out
 
     @r.post("/loglikelihood", response_model=None,
@@ -90,7 +91,8 @@ def v1_routes(state: RouterState) -> APIRouter:
             state.shadow.maybe_loglikelihood(table, ctx.request_id, backend, prompts, conts, lls)
 
         out = _json(resp)
-        out.background = BackgroundTask(start_shadow)
+        if table.settings.shadow is not None:
+            out.background = BackgroundTask(start_shadow)
         return out
 
     @r.post("/generate_stream", response_model=None,

@@ -82,8 +82,8 @@ async def call_with_fallback(
                 break
             t0 = time.perf_counter()
             try:
-                async with handle.lease() as backend:
-                    result = await asyncio.wait_for(op(backend), timeout)
+                async with handle.lease() as backend, asyncio.timeout(timeout):
+                    result = await op(backend)
             except BackendRejected as exc:
                 ctx.add_backend_time(time.perf_counter() - t0)
                 ctx.backend, ctx.arm = handle.name, decision.arm
@@ -155,7 +155,8 @@ async def open_stream(
             try:
                 backend = await stack.enter_async_context(handle.lease())
                 it = backend.stream(prompt, params)
-                first = await asyncio.wait_for(anext(it), timeout)
+                async with asyncio.timeout(timeout):
+                    first = await anext(it)
             except BackendRejected:
                 await stack.aclose()
                 ctx.add_backend_time(time.perf_counter() - t0)

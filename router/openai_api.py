@@ -80,8 +80,9 @@ def openai_routes(state: RouterState) -> APIRouter:
             async def start_shadow() -> None:
                 state.shadow.maybe_generate(table, ctx.request_id, model, prompts, params, texts)
 
+            shadowed = table.settings.shadow is not None
             return Response(resp.model_dump_json(), media_type="application/json",
-                            background=BackgroundTask(start_shadow))
+                            background=BackgroundTask(start_shadow) if shadowed else None)
         include_usage = bool((body.stream_options or {}).get("include_usage"))
 
         def chunk(text: str, finish: str | None) -> dict[str, object]:

@@ -45,6 +45,8 @@ class ShadowRunner:
 
     def maybe_generate(self, table: RoutingTable, request_id: str, primary: str, prompts: list[str],
                        params: SamplingParams, primary_out: list[str]) -> bool:
+        if table.settings.shadow is None:
+            return False
         async def call(b: Backend) -> list[str]:
             return [c.text for c in await b.generate(prompts, params)]
 
@@ -53,6 +55,8 @@ class ShadowRunner:
 
     def maybe_loglikelihood(self, table: RoutingTable, request_id: str, primary: str, prompts: list[str],
                             continuations: list[str], primary_out: list[float]) -> bool:
+        if table.settings.shadow is None:
+            return False
         async def call(b: Backend) -> list[float]:
             return [r.ll for r in await b.loglikelihood(prompts, continuations)]
 

@@ -64,9 +64,16 @@ def test_slow_or_failing_shadow_leaves_primary_unchanged(tmp_path: Path) -> None
         assert max(t for t, _ in slow) < 0.5
         m = lr.client.get("/metrics").text
         assert 'outcome="dropped"' in m  # over the concurrency cap while slow
-        time.sleep(1.1)  # let the slow shadows finish
+        runner = lr.app.state.router.shadow
+        deadline = time.monotonic() + 10
+        while runner.running and time.monotonic() < deadline:  # let the slow shadows finish
+            time.sleep(0.05)
         s.latency_s, s.fail = 0.0, "crash"  # failing shadow
-        assert all(timed()[1] == ["a:p"] for _ in range(5))
+        for _ in range(5):
+            assert timed()[1] == ["a:p"]
+            deadline = time.monotonic() + 5
+            while runner.running and time.monotonic() < deadline:  # one at a time: none dropped
+                time.sleep(0.01)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
             recs = [json.loads(x) for x in log.read_text().splitlines()]
