@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["pair_stats", "compare_outputs", "agreement_report", "task_score", "EOS_REASONS"]
+__all__ = ["EOS_REASONS", "agreement_report", "compare_outputs", "pair_stats", "task_score"]
 
 EOS_REASONS = ("eos", "stop")
 

@@ -25,7 +25,7 @@ from benchmarks.runner import NullProgress, Progress, Runner, Schedule, block_sc
 from benchmarks.settings import RunSettings
 from benchmarks.targets import BackendTarget, RouterTarget, Target
 
-__all__ = ["Prepared", "prepare", "start_run", "execute", "render", "resume", "target_specs"]
+__all__ = ["Prepared", "execute", "prepare", "render", "resume", "start_run", "target_specs"]
 
 
 @dataclass
@@ -54,7 +54,7 @@ class Prepared:
 def target_specs(s: RunSettings) -> list[dict[str, Any]]:
     """Backend specs (for create_backend) or router targets (`via_router` set)."""
     if s.via_router:
-        hints = s.router_backends or [None]
+        hints: list[str | None] = list(s.router_backends) or [None]
         return [{"name": f"router/{h}" if h else "router", "via_router": s.via_router, "hint": h} for h in hints]
     specs = list(s.targets)
     if s.config_path:

@@ -137,8 +137,8 @@ def compare_cmd(run_a: Path, run_b: Path, seed: int = 0,
     for c in ("target", "level", "E2E p50 A", "E2E p50 B", "req/s A", "req/s B", "verdict"):
         t.add_column(c)
     for r in res["rows"]:
-        e, q = r["median_e2el_ms"], r["request_throughput"]
-        t.add_row(r["target"], r["level"], fmt(e["a"]), fmt(e["b"]), fmt(q["a"]), fmt(q["b"]), r["verdict"])
+        lat, q = r["median_e2el_ms"], r["request_throughput"]
+        t.add_row(r["target"], r["level"], fmt(lat["a"]), fmt(lat["b"]), fmt(q["a"]), fmt(q["b"]), r["verdict"])
     Console().print(t)
     if out:
         out.write_text(json.dumps(res, indent=2, default=str), encoding="utf-8")

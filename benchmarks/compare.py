@@ -13,7 +13,7 @@ from benchmarks.analysis import load_run
 from benchmarks.metrics import metrics_by_target
 from benchmarks.stats import bootstrap_ci, verdict_text
 
-__all__ = ["compare_runs", "COMPARED_METRICS"]
+__all__ = ["COMPARED_METRICS", "compare_runs"]
 
 COMPARED_METRICS = ("median_e2el_ms", "p99_e2el_ms", "mean_ttft_ms", "mean_tpot_ms", "request_throughput",
                     "output_throughput", "failed")

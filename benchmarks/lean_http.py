@@ -12,7 +12,7 @@ import asyncio
 from collections import deque
 from urllib.parse import urlsplit
 
-__all__ = ["LeanClient", "LeanResponse", "LeanHTTPError"]
+__all__ = ["LeanClient", "LeanHTTPError", "LeanResponse"]
 
 
 class LeanHTTPError(ConnectionError):
@@ -20,7 +20,7 @@ class LeanHTTPError(ConnectionError):
 
 
 class LeanResponse:
-    __slots__ = ("status", "headers", "content")
+    __slots__ = ("content", "headers", "status")
 
     def __init__(self, status: int, headers: dict[str, str], content: bytes) -> None:
         self.status = status

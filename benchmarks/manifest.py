@@ -12,7 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_manifest", "write_json_atomic", "read_manifest", "git_sha", "hardware"]
+__all__ = ["build_manifest", "git_sha", "hardware", "read_manifest", "write_json_atomic"]
 
 _PACKAGES = ("abtest", "torch", "transformers", "tokenizers", "numpy", "scipy", "pandas", "httpx",
              "fastapi", "uvicorn", "pydantic", "typer", "rich")
@@ -20,9 +20,9 @@ _PACKAGES = ("abtest", "torch", "transformers", "tokenizers", "numpy", "scipy", 
 
 def git_sha() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+        out = subprocess.run(["git", "rev-parse", "HEAD"], check=False, capture_output=True, text=True, timeout=5,
                              cwd=Path(__file__).resolve().parent)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], check=False, capture_output=True,
                                text=True, timeout=5, cwd=Path(__file__).resolve().parent)
     except (OSError, subprocess.SubprocessError):
         return None

@@ -17,12 +17,13 @@ Definitions follow vLLM's `benchmark_serving` (same key names in summary.json):
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFINITIONS", "PERCENTILES", "request_metrics", "aggregate", "metrics_by_target"]
+__all__ = ["DEFINITIONS", "PERCENTILES", "aggregate", "metrics_by_target", "request_metrics"]
 
 PERCENTILES = (50, 90, 95, 99)
 
@@ -50,7 +51,7 @@ def request_metrics(r: dict[str, Any]) -> dict[str, Any]:
     if ttft is not None and n_out is not None and n_out > 1:
         tpot = (e2el - ttft) / (n_out - 1)
     ct = r.get("chunk_times") or []
-    itl = [b - a for a, b in zip(ct, ct[1:], strict=False)]
+    itl = [b - a for a, b in itertools.pairwise(ct)]
     return {
         "e2el": e2el, "ttft": ttft, "tpot": tpot, "itl": itl,
         "lag": r["t_sent"] - r["t_scheduled"], "e2el_from_schedule": r["t_end"] - r["t_scheduled"],

@@ -20,11 +20,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
-__all__ = ["NullServer", "run_harness", "main"]
+__all__ = ["NullServer", "main", "run_harness"]
 
 _BODY = b'{"completions":[" ok"],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4},' \
         b'"finish_reasons":["eos"]}'
@@ -74,7 +74,7 @@ class NullServer:
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
 
-    def __enter__(self) -> NullServer:
+    def __enter__(self) -> Self:
         self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.perf_harness", "--serve"],
                                      stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
         assert self.proc.stdout is not None

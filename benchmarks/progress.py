@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -22,7 +22,7 @@ class LiveProgress:
         self._lat: dict[str, list[float]] = {}
         self._err: dict[str, int] = {}
 
-    def __enter__(self) -> LiveProgress:
+    def __enter__(self) -> Self:
         self._progress.start()
         return self
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["RequestItem", "Params", "RequestRecord", "LoglikelihoodRecord", "record_key"]
+__all__ = ["LoglikelihoodRecord", "Params", "RequestItem", "RequestRecord", "record_key"]
 
 
 @dataclass(frozen=True)

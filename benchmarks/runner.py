@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from benchmarks.load.base import LoadProfile
+from benchmarks.load.base import LoadProfile, SendFn
 from benchmarks.outputs.jsonl import RecordSink
 from benchmarks.records import LoglikelihoodRecord, RequestItem, RequestRecord, record_key
 from benchmarks.requests.plan import RequestList
 from benchmarks.targets import Target, classify_error
 
-__all__ = ["Progress", "NullProgress", "Schedule", "block_schedule", "Runner"]
+__all__ = ["NullProgress", "Progress", "Runner", "Schedule", "block_schedule"]
 
 
 class Progress(Protocol):
@@ -95,6 +95,12 @@ class Runner:
         self.done.add(record_key(d))
         self.progress.on_record(rec)
 
+    def _sender(self, target: Target, level: str, repeat: int, block: int, warmup: bool) -> SendFn:
+        async def send(item: RequestItem, t_sched: float) -> None:
+            await self._send_one(target, item, t_sched, level, repeat, block, warmup)
+
+        return send
+
     async def run(self) -> None:
         gc.freeze()  # long-lived setup objects leave the GC's view: fewer, shorter pauses mid-schedule
         for name, t in self.targets.items():
@@ -117,8 +123,7 @@ class Runner:
         for name, t in self.targets.items():
             todo = [w for w in warm if ("generate", name, "warmup", "0", w.id) not in self.done]
             lvl = self.levels[0]
-            await lvl.run(todo, lvl.offsets(len(todo)),
-                          lambda it, ts, t=t: self._send_one(t, it, ts, "warmup", 0, -1, True))
+            await lvl.run(todo, lvl.offsets(len(todo)), self._sender(t, "warmup", 0, -1, True))
 
     async def _run_level(self, level: LoadProfile) -> None:
         items = self.request_list.items
@@ -131,8 +136,7 @@ class Runner:
             if not idx:
                 continue
             seg_off = None if offsets is None else [offsets[i] - offsets[idx[0]] for i in idx]
-            await level.run([items[i] for i in idx], seg_off,
-                            lambda it, ts, t=t, rep=rep, b=b: self._send_one(t, it, ts, level.label, rep, b, False))
+            await level.run([items[i] for i in idx], seg_off, self._sender(t, level.label, rep, b, False))
 
     async def _score(self) -> None:
         """Log-likelihood of multiple-choice items, then cross-scoring of each target's outputs."""

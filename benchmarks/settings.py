@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["RunSettings", "parse_backend_flag", "parse_slo", "default_results_dir"]
+__all__ = ["RunSettings", "default_results_dir", "parse_backend_flag", "parse_slo"]
 
 
 class RunSettings(BaseModel):

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bootstrap_ci", "median_ratio", "latency_verdicts", "rate_ci", "verdict_text"]
+__all__ = ["bootstrap_ci", "latency_verdicts", "median_ratio", "rate_ci", "verdict_text"]
 
 
 def bootstrap_ci(values: np.ndarray, stat: Any, *, seed: int, n_boot: int = 2000,

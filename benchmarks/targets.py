@@ -16,7 +16,7 @@ import httpx
 
 from benchmarks.records import RequestItem, RequestRecord
 
-__all__ = ["Target", "BackendTarget", "RouterTarget", "classify_error", "finish_record"]
+__all__ = ["BackendTarget", "RouterTarget", "Target", "classify_error", "finish_record"]
 
 
 class Target(Protocol):
@@ -96,8 +96,8 @@ class BackendTarget:
     async def close(self) -> None:
         try:
             await self.backend.close()
-        except Exception:  # noqa: BLE001 - closing is best effort
-            pass
+        except Exception as e:  # noqa: BLE001 - closing is best effort
+            self.start_error = self.start_error or f"close failed: {e}"
 
     def _count_tokens(self, text: str) -> int | None:
         if self.tokenizer is None and self._tokenizer_id and Path(self._tokenizer_id).exists():

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Protocol
 
 from benchmarks.records import RequestItem
 
 __all__ = ["LoadProfile", "SendFn", "parse_levels", "profile_kinds"]
 
 # send(item, t_scheduled) performs one request and records it.
-SendFn = Callable[[RequestItem, float], Awaitable[None]]
+SendFn = Callable[[RequestItem, float], Coroutine[Any, Any, None]]
 
 
 class LoadProfile(Protocol):

@@ -11,7 +11,7 @@ import numpy as np
 from benchmarks.load.base import SendFn
 from benchmarks.records import RequestItem
 
-__all__ = ["dispatch", "gamma_offsets", "SPIN_S"]
+__all__ = ["SPIN_S", "dispatch", "gamma_offsets"]
 
 SPIN_S = 0.0  # spinning burns a core; on small shared machines it raises lag p99 (measured)
 

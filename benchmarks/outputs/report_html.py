@@ -76,12 +76,12 @@ def render_html(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
     run = summary["run"]
     ag = summary.get("agreement") or {}
     valid = "yes" if run["valid"] else '<span class="bad">NO (schedule lag above threshold)</span>'
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>abtest {escape(str(run['name']))}"
-             f"</title><style>{_CSS}</style></head><body>",
+    parts = [(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>abtest {escape(str(run['name']))}"
+             f"</title><style>{_CSS}</style></head><body>"),
              f"<h1>abtest run <code>{escape(str(run['name']))}</code></h1>",
-             f"<p>status {escape(str(run['status']))}; valid: {valid}; seed {run['seed']}; "
+             (f"<p>status {escape(str(run['status']))}; valid: {valid}; seed {run['seed']}; "
              f"request list sha256 <code>{escape(str(run['request_list_sha256']))}</code>; "
-             f"reference {escape(str(run['reference']))}</p>",
+             f"reference {escape(str(run['reference']))}</p>"),
              "<h2>Latency and throughput</h2>", _table(*metric_rows(summary)),
              "<h2>Verdicts</h2>",
              _table(["level", "A", "B", "pairs", "median(B)/median(A)", "verdict"],

@@ -21,8 +21,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
     lines = [f"# abtest run `{run['name']}`", "",
              f"- status: {run['status']}; valid: {fmt(run['valid'])} (schedule lag p99 <= {run['max_lag_ms']} ms)",
              f"- request list sha256: `{run['request_list_sha256']}`; seed {run['seed']}; git `{run['git_sha']}`",
-             f"- targets: {', '.join(run['targets'])}; reference: {run['reference']}; "
-             f"levels: {', '.join(run['levels'])}", ""]
+             (f"- targets: {', '.join(run['targets'])}; reference: {run['reference']}; "
+             f"levels: {', '.join(run['levels'])}"), ""]
     lines += ["## Latency and throughput", ""]
     lines += _table(*metric_rows(summary))
     lines += ["", "## Verdicts (paired per-prompt median E2E latency ratio, bootstrap 95% CI)", ""]

@@ -7,7 +7,7 @@ from typing import Any
 
 from benchmarks.manifest import write_json_atomic
 
-__all__ = ["write_summary", "summary_rows"]
+__all__ = ["summary_rows", "write_summary"]
 
 
 def summary_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-__all__ = ["line_chart", "bar_chart", "PALETTE", "color_map"]
+__all__ = ["PALETTE", "bar_chart", "color_map", "line_chart"]
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 W, H, L, R, T, B = 560, 300, 60, 150, 30, 45
@@ -25,13 +25,13 @@ def _frame(title: str, xlabel: str, ylabel: str, xs: tuple[float, float], ys: tu
            xticks: bool = True) -> list[str]:
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img">',
            f"<title>{escape(title)}</title>",
-           f'<text x="{W / 2 - R / 2}" y="18" text-anchor="middle" font-size="14" font-weight="bold">'
-           f"{escape(title)}</text>",
+           (f'<text x="{W / 2 - R / 2}" y="18" text-anchor="middle" font-size="14" font-weight="bold">'
+           f"{escape(title)}</text>"),
            f'<line x1="{L}" y1="{H - B}" x2="{W - R}" y2="{H - B}" stroke="#333"/>',
            f'<line x1="{L}" y1="{T}" x2="{L}" y2="{H - B}" stroke="#333"/>',
            f'<text x="{(L + W - R) / 2}" y="{H - 8}" text-anchor="middle" font-size="12">{escape(xlabel)}</text>',
-           f'<text x="14" y="{(T + H - B) / 2}" text-anchor="middle" font-size="12" '
-           f'transform="rotate(-90 14 {(T + H - B) / 2})">{escape(ylabel)}</text>']
+           (f'<text x="14" y="{(T + H - B) / 2}" text-anchor="middle" font-size="12" '
+           f'transform="rotate(-90 14 {(T + H - B) / 2})">{escape(ylabel)}</text>')]
     for v in _ticks(*xs) if xticks else []:
         x = _sx(v, xs)
         out.append(f'<text x="{x:.1f}" y="{H - B + 16}" text-anchor="middle" font-size="10">{v:.3g}</text>')

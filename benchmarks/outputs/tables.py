@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-__all__ = ["metric_rows", "METRIC_COLUMNS", "agreement_rows", "fmt"]
+__all__ = ["METRIC_COLUMNS", "agreement_rows", "fmt", "metric_rows"]
 
 METRIC_COLUMNS = (
     ("completed", "ok"), ("failed", "err"), ("median_e2el_ms", "E2E p50 ms"), ("p99_e2el_ms", "E2E p99 ms"),
@@ -21,7 +22,7 @@ def fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "NO"
     if isinstance(v, float):
-        if v != v:
+        if math.isnan(v):
             return "-"
         return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
     if isinstance(v, dict):

@@ -3,4 +3,4 @@
 from benchmarks.requests.files import PromptFileError, load_prompt_file
 from benchmarks.requests.plan import RequestList, build_request_list, canonical_sha256
 
-__all__ = ["PromptFileError", "load_prompt_file", "RequestList", "build_request_list", "canonical_sha256"]
+__all__ = ["PromptFileError", "RequestList", "build_request_list", "canonical_sha256", "load_prompt_file"]

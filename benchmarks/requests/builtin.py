@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from benchmarks.requests.files import RawPrompt
 
-__all__ = ["builtin_sets", "builtin_prompts"]
+__all__ = ["builtin_prompts", "builtin_sets"]
 
 PromptSet = Callable[[int, int], list[RawPrompt]]
 

@@ -58,9 +58,9 @@ def _parse_row(row: dict[str, Any], path: Path, line: int) -> RawPrompt:
                 raise PromptFileError(path, line, f"field '{name}[{i}]' must be a non-empty string")
         choices = tuple(raw_choices)
     answer = row.get("answer")
-    if answer is not None:
-        if isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < len(choices):
-            raise PromptFileError(path, line, f"field 'answer' must be an index into choices (0..{len(choices) - 1})")
+    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, int)
+                               or not 0 <= answer < len(choices)):
+        raise PromptFileError(path, line, f"field 'answer' must be an index into choices (0..{len(choices) - 1})")
     task = row.get("task")
     if task is not None and not isinstance(task, str):
         raise PromptFileError(path, line, "field 'task' must be a string")

@@ -8,9 +8,16 @@ from collections.abc import AsyncIterator
 
 from backends.base import BackendSettings, register
 from backends.errors import BackendRejected, BackendUnavailable
-from backends.types import BackendInfo, Capabilities, Completion, LoglikelihoodResult, SamplingParams, StreamEvent
+from backends.types import (
+    BackendInfo,
+    Capabilities,
+    Completion,
+    LoglikelihoodResult,
+    SamplingParams,
+    StreamEvent,
+)
 
-__all__ = ["FakeSettings", "FakeBackend", "fake_text"]
+__all__ = ["FakeBackend", "FakeSettings", "fake_text"]
 
 
 class FakeSettings(BackendSettings):
@@ -72,7 +79,7 @@ class FakeBackend:
         toks = fake_text(prompt, n, self.settings.variant)
         return Completion(text="".join(toks), prompt_tokens=len(prompt.split()), completion_tokens=n,
                           finish_reason="length" if n == params.max_tokens else "eos",
-                          token_ids=[int(t[2:], 16) for t in toks])
+                          token_ids=[int(t.removeprefix(" t"), 16) for t in toks])
 
     async def generate(self, prompts: list[str], params: SamplingParams) -> list[Completion]:
         out = []

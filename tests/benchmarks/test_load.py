@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 import numpy as np
@@ -33,7 +34,7 @@ def test_parse_levels_and_conflicts() -> None:
 
 def test_poisson_and_gamma_schedules_are_seeded_with_the_right_mean() -> None:
     a, b = gamma_offsets(4000, 50.0, 1.0, seed=1), gamma_offsets(4000, 50.0, 1.0, seed=1)
-    assert a == b and a[0] == 0.0 and all(x <= y for x, y in zip(a, a[1:]))
+    assert a == b and a[0] == 0.0 and all(x <= y for x, y in itertools.pairwise(a))
     gaps = np.diff(a)
     assert np.mean(gaps) == pytest.approx(1 / 50, rel=0.05)
     assert np.std(gaps) / np.mean(gaps) == pytest.approx(1.0, rel=0.1)  # exponential: CV 1

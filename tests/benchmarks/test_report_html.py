@@ -37,7 +37,7 @@ def _chromium(url: str) -> tuple[str, str]:
     assert CHROMIUM is not None
     proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                            "--enable-logging=stderr", "--v=0", "--dump-dom", url],
-                          capture_output=True, text=True, timeout=90)
+                          check=False, capture_output=True, text=True, timeout=90)
     return proc.stdout, proc.stderr
 
 
