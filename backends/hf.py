@@ -41,7 +41,7 @@ class HfBackend:
     def __init__(self, settings: HfSettings) -> None:
         self.settings = settings
         self._hf: HfModel | None = None
-        self._lock = asyncio.Semaphore(settings.max_concurrency)
+        self._lock = asyncio.Semaphore(settings.max_concurrency)  # re-created in start() on the running loop
 
     def __repr__(self) -> str:
         return f"HfBackend(name={self.name!r}, model={self.settings.model!r})"
@@ -57,6 +57,7 @@ class HfBackend:
         return self._hf
 
     async def start(self) -> None:
+        self._lock = asyncio.Semaphore(self.settings.max_concurrency)
         if self._hf is None:
             s = self.settings
             # Resolve transformers' lazy attributes on this thread: two loads racing

@@ -49,7 +49,7 @@ class RemoteBackendBase:
     def __init__(self, settings: HttpBackendSettings) -> None:
         self.settings = settings
         self._http = HttpTransport(settings)
-        self._sem = asyncio.Semaphore(settings.max_concurrency)
+        self._sem: asyncio.Semaphore | None = None
         self._tokenizer: Any = None
         self._prefix_lm = detect_prefix_lm(settings)
 
@@ -61,6 +61,7 @@ class RemoteBackendBase:
         return self.settings.name
 
     async def start(self) -> None:
+        self._sem = asyncio.Semaphore(self.settings.max_concurrency)  # bound to the running loop
         await self._http.open()
         if self.settings.tokenizer and self._tokenizer is None:
             from transformers import AutoTokenizer
@@ -73,8 +74,10 @@ class RemoteBackendBase:
     async def _fan_out(self, items: Sequence[T], fn: Callable[[T], Awaitable[R]]) -> list[R]:
         """Run fn on every item, at most `max_concurrency` at once, results in order."""
 
+        sem = self._sem or asyncio.Semaphore(self.settings.max_concurrency)
+
         async def bounded(item: T) -> R:
-            async with self._sem:
+            async with sem:
                 return await fn(item)
 
         return list(await asyncio.gather(*(bounded(i) for i in items)))

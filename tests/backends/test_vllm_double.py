@@ -10,6 +10,7 @@ import pytest
 from backends.base import create_backend
 from backends.errors import BackendRejected
 from backends.types import SamplingParams
+from tests.doubles import start_vllm_double
 
 GREEDY = SamplingParams(max_tokens=6, temperature=0.0)
 
@@ -102,3 +103,21 @@ async def test_validation_error_is_rejected_with_message(vllm_url: str) -> None:
         await backend.generate(["hi"], SamplingParams(max_tokens=5000, temperature=0.0))
     assert info.value.status == 400 and info.value.field == "max_tokens"
     await backend.close()
+
+
+async def test_echo_without_bos_still_aligns(tiny_hrm: Any, vllm_url: str) -> None:
+    """llama.cpp leaves BOS out of the echo: both boundary methods must still pick the same tokens."""
+    prompts, conts = ["The quick brown", "Paris is the"], [" fox", " capital"]
+    ref = create_backend({"name": "ref", "kind": "vllm", "url": vllm_url})
+    await ref.start()
+    expected = await ref.loglikelihood(prompts, conts)
+    await ref.close()
+    with start_vllm_double(tiny_hrm, served_name="hrm-tiny", echo_drops_bos=True) as url:
+        body = {"model": "hrm-tiny", "prompt": "The", "max_tokens": 1, "echo": True, "logprobs": 1}
+        assert httpx.post(f"{url}/v1/completions", json=body).json()["choices"][0]["logprobs"]["tokens"][0] != "<s>"
+        for extra in ({}, {"tokenizer": str(tiny_hrm)}):
+            backend = create_backend({"name": "cpp", "kind": "vllm", "url": url, **extra})
+            await backend.start()
+            got = await backend.loglikelihood(prompts, conts)
+            await backend.close()
+            assert [g.ll for g in got] == pytest.approx([e.ll for e in expected], abs=1e-5), extra

@@ -95,7 +95,8 @@ def _logprobs_block(lm: DoubleLM, ids: list[int], scores: list[float | None], ar
     return {"tokens": tokens, "token_logprobs": scores, "top_logprobs": tops, "text_offset": offsets}
 
 
-def create_vllm_app(model_dir: str | Path, served_name: str | None = None) -> Any:
+def create_vllm_app(model_dir: str | Path, served_name: str | None = None, echo_drops_bos: bool = False) -> Any:
+    """`echo_drops_bos` mimics llama.cpp, whose echo leaves out the BOS token."""
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -143,7 +144,8 @@ def create_vllm_app(model_dir: str | Path, served_name: str | None = None) -> An
         if body.get("logprobs") is not None:
             scores, argmax, best = lm.prompt_scores(ids + gen.ids)
             if body.get("echo"):
-                logprobs = _logprobs_block(lm, ids + gen.ids, scores, argmax, best, 0)
+                skip = 1 if echo_drops_bos and ids and ids[0] == lm.tokenizer.bos_token_id else 0
+                logprobs = _logprobs_block(lm, (ids + gen.ids)[skip:], scores[skip:], argmax[skip:], best[skip:], 0)
             else:
                 n = len(ids)
                 logprobs = _logprobs_block(lm, gen.ids, scores[n:], argmax[n:], best[n:], len(prompt_text))
@@ -172,7 +174,8 @@ def _sse(head: dict[str, Any], gen: Generated, text: str, finish: str, usage: di
 
 
 @contextmanager
-def start_vllm_double(model_dir: str | Path, served_name: str | None = None) -> Iterator[str]:
+def start_vllm_double(model_dir: str | Path, served_name: str | None = None,
+                      echo_drops_bos: bool = False) -> Iterator[str]:
     """Serve a vLLM double of `model_dir` on loopback; yields its base url."""
-    with serve(create_vllm_app(model_dir, served_name)) as url:
+    with serve(create_vllm_app(model_dir, served_name, echo_drops_bos)) as url:
         yield url
