@@ -56,7 +56,8 @@ def test_double_responses_match_the_spec(tgi_url: str) -> None:
     assert isinstance(compat.json(), list) and spec.errors("[GenerateResponse]", compat.json()) == []
     tokens = httpx.post(f"{tgi_url}/tokenize", json={"inputs": "The quick"}).json()
     assert spec.errors("[SimpleToken]", tokens) == [] and "".join(t["text"] for t in tokens) == "The quick"
-    with httpx.stream("POST", f"{tgi_url}/generate_stream", json={"inputs": "The", "parameters": params}) as s:
+    stream_params = {"max_new_tokens": 3, "details": True}
+    with httpx.stream("POST", f"{tgi_url}/generate_stream", json={"inputs": "The", "parameters": stream_params}) as s:
         events = [json.loads(line[5:]) for line in s.iter_lines() if line.startswith("data:")]
     assert len(events) == 3 and all(spec.errors("StreamResponse", e) == [] for e in events)
     assert events[-1]["details"]["generated_tokens"] == 3 and events[0]["details"] is None
@@ -122,3 +123,43 @@ async def test_adapter_surfaces_tgi_validation_as_rejected(tgi_url: str) -> None
     with pytest.raises(BackendRejected, match="must be <= "):
         [e async for e in backend.stream("hello", SamplingParams(max_tokens=10_000, temperature=0.0))]
     await backend.close()
+
+
+def test_double_refuses_decoder_input_details_when_streaming(tgi_url: str) -> None:
+    body = {"inputs": "hello", "parameters": {"decoder_input_details": True}}
+    r = httpx.post(f"{tgi_url}/generate_stream", json=body)
+    assert r.status_code == 422 and "not supported when streaming" in r.text
+
+
+async def test_fan_out_is_bounded_and_ordered() -> None:
+    import asyncio as aio
+
+    from tests.doubles import serve
+
+    state = {"now": 0, "peak": 0}
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = json.loads((await receive())["body"] or b"{}")
+        if scope["path"] == "/info":
+            doc: Any = {"model_id": "m", "max_input_tokens": 10, "max_stop_sequences": 4}
+        else:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+            await aio.sleep(0.05)
+            state["now"] -= 1
+            doc = {"generated_text": body["inputs"].upper(), "details": {
+                "finish_reason": "length", "generated_tokens": 1, "prefill": [], "tokens": []}}
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(doc).encode()})
+
+    with serve(app) as url:
+        backend = create_backend({"name": "t", "kind": "tgi", "url": url, "max_concurrency": 3})
+        await backend.start()
+        prompts = [f"p{i}" for i in range(10)]
+        out = await backend.generate(prompts, GREEDY)
+        await backend.close()
+    assert [c.text for c in out] == [p.upper() for p in prompts]
+    assert state["peak"] == 3

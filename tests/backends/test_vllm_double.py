@@ -114,7 +114,9 @@ async def test_echo_without_bos_still_aligns(tiny_hrm: Any, vllm_url: str) -> No
     await ref.close()
     with start_vllm_double(tiny_hrm, served_name="hrm-tiny", echo_drops_bos=True) as url:
         body = {"model": "hrm-tiny", "prompt": "The", "max_tokens": 1, "echo": True, "logprobs": 1}
-        assert httpx.post(f"{url}/v1/completions", json=body).json()["choices"][0]["logprobs"]["tokens"][0] != "<s>"
+        async with httpx.AsyncClient() as client:
+            echoed = (await client.post(f"{url}/v1/completions", json=body)).json()
+        assert echoed["choices"][0]["logprobs"]["tokens"][0] != "<s>"
         for extra in ({}, {"tokenizer": str(tiny_hrm)}):
             backend = create_backend({"name": "cpp", "kind": "vllm", "url": url, **extra})
             await backend.start()

@@ -186,6 +186,8 @@ def create_tgi_app(model_dir: str | Path, max_stop_sequences: int = 4) -> Any:
         try:
             inputs, p = _check(spec, "GenerateRequest", await parse(request, "/generate_stream"), lm,
                                max_stop_sequences)
+            if p.get("decoder_input_details"):
+                raise _Invalid("`decoder_input_details` == true is not supported when streaming tokens")
         except _Invalid as exc:
             err = json.dumps({"error": str(exc), "error_type": "validation"})
             return StreamingResponse(iter([f"data: {err}\n\n"]), status_code=422, media_type="text/event-stream")
