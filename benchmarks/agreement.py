@@ -1,7 +1,8 @@
 """Output agreement between targets, against a reference, and quality against task references.
 
-Pairs compare the same prompt's repeat-0 output at the first load level (greedy runs
-replay identical requests, so outputs should match across levels).
+Pairs compare the same prompt's repeat-0 output at the first load level. Greedy runs
+replay identical requests, so a target's outputs should also match across load levels
+(`cross_level`: a batch-invariance check) and across repeats (`noise_floor`).
 """
 
 from __future__ import annotations
@@ -158,10 +159,19 @@ def agreement_report(records: list[dict[str, Any]], reference: str, level: str,
             flat = [x for v in per_task.values() for x in v]
             accuracy[t] = {"overall": float(np.mean(flat)), "n": len(flat),
                            "by_task": {k: float(np.mean(v)) for k, v in sorted(per_task.items())}}
+    cross_level: dict[str, dict[str, Any]] = {}
+    for lvl in sorted({r["level"] for r in records if r.get("type") == "generate" and not r.get("warmup")} - {level}):
+        other = _outputs(records, lvl, 0)
+        for t, o in other.items():
+            if t in outs:
+                rep = compare_outputs(outs[t], o)
+                rep.pop("per_prompt")
+                cross_level.setdefault(t, {})[lvl] = {k: rep[k] for k in ("n_pairs", "exact_match_rate",
+                                                                          "token_exact_match_rate")}
     finish = {t: dict(Counter(r.get("finish_reason") or "none" for r in o.values())) for t, o in outs.items()}
     return {
         "reference": reference, "level": level,
-        "vs_reference": vs_ref, "noise_floor": noise, "task_accuracy": accuracy,
+        "vs_reference": vs_ref, "noise_floor": noise, "cross_level": cross_level, "task_accuracy": accuracy,
         "loglikelihood": _ll_agreement(records, reference, answers),
         "cross_scoring": _cross_scores(records), "finish_reasons": finish,
     }

@@ -39,6 +39,10 @@ def analyze(run_dir: Path) -> dict[str, Any]:
     for r in records:
         if r.get("type") == "generate" and r.get("served_by") and not r.get("warmup"):
             served[r["target"]][r["served_by"]] += 1
+    by_served = metrics_by_target(
+        [{**r, "target": f"{r['target']}@{r['served_by']}"} for r in records
+         if r.get("type") == "generate" and r.get("served_by")],
+        settings.get("slo_ms") or None, settings.get("max_lag_ms", 25.0))
     valid = all(m.get("valid", True) for lv in metrics.values() for m in lv.values())
     return {
         "run": {
@@ -55,4 +59,5 @@ def analyze(run_dir: Path) -> dict[str, Any]:
         "ttft_verdicts": latency_verdicts(records, seed=settings.get("seed", 0), metric="ttft"),
         "agreement": agreement,
         "served_by": {t: dict(c) for t, c in served.items()},
+        "metrics_by_served_backend": by_served,
     }

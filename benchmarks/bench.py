@@ -154,6 +154,9 @@ def start_run(p: Prepared, command: list[str] | None = None) -> Path:
                               schedule_sha256=p.schedule_sha256,
                               targets=[_public_spec(sp) for sp in p.specs])
     manifest["levels"] = [lv.label for lv in p.levels]
+    if p.settings.config_path:
+        text = Path(p.settings.config_path).read_text(encoding="utf-8")
+        manifest["config"] = {"path": p.settings.config_path, "sha256": canonical_sha256(text), "text": text}
     manifest["block_order"] = p.schedule.order_labels
     write_json_atomic(run_dir / "request_list.json", p.request_list.to_dict())
     write_json_atomic(run_dir / "manifest.json", manifest)

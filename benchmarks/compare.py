@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.analysis import load_run
-from benchmarks.metrics import metrics_by_target
+from benchmarks.metrics import metrics_by_target, request_metrics
 from benchmarks.stats import bootstrap_ci, verdict_text
 
 __all__ = ["COMPARED_METRICS", "compare_runs"]
@@ -24,7 +24,7 @@ def _latencies(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str,
     for r in records:
         if r.get("type") == "generate" and not r.get("warmup") and r.get("error_class") is None:
             out.setdefault((r["target"], r["level"]), {}).setdefault(r["request_id"], []).append(
-                r["t_end"] - r["t_sent"])
+                request_metrics(r)["e2el"])
     return {k: {rid: float(np.mean(v)) for rid, v in d.items()} for k, d in out.items()}
 
 

@@ -54,7 +54,8 @@ def request_metrics(r: dict[str, Any]) -> dict[str, Any]:
     itl = [b - a for a, b in itertools.pairwise(ct)]
     return {
         "e2el": e2el, "ttft": ttft, "tpot": tpot, "itl": itl,
-        "lag": r["t_sent"] - r["t_scheduled"], "e2el_from_schedule": r["t_end"] - r["t_scheduled"],
+        "lag": r["t_sent"] - r.get("t_scheduled", r["t_sent"]),
+        "e2el_from_schedule": r["t_end"] - r.get("t_scheduled", r["t_sent"]),
         "output_tokens": n_out or 0, "input_tokens": r.get("prompt_tokens") or 0,
     }
 

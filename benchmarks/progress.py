@@ -6,6 +6,7 @@ from typing import Any, Self
 
 import numpy as np
 
+from benchmarks.metrics import request_metrics
 from benchmarks.records import RequestRecord
 
 __all__ = ["LiveProgress"]
@@ -37,7 +38,7 @@ class LiveProgress:
         if rec.warmup or rec.target not in self._tasks:
             return
         if rec.ok:
-            self._lat[rec.target].append((rec.t_end - rec.t_sent) * 1000.0)
+            self._lat[rec.target].append(request_metrics(rec.to_dict())["e2el"] * 1000.0)
         else:
             self._err[rec.target] += 1
         lat = self._lat[rec.target]

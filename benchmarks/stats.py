@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.metrics import request_metrics
+
 __all__ = ["bootstrap_ci", "latency_verdicts", "median_ratio", "rate_ci", "verdict_text"]
 
 
@@ -54,12 +56,9 @@ def _per_prompt_latency(records: list[dict[str, Any]], metric: str) -> dict[tupl
     for r in records:
         if r.get("type") != "generate" or r.get("warmup") or r.get("error_class") is not None:
             continue
-        if metric == "ttft":
-            if r.get("t_first_token") is None:
-                continue
-            v = r["t_first_token"] - r["t_sent"]
-        else:
-            v = r["t_end"] - r["t_sent"]
+        v = request_metrics(r)[metric]
+        if v is None:
+            continue
         acc[(r["target"], r["level"])][r["request_id"]].append(v)
     return {k: {rid: float(np.mean(v)) for rid, v in d.items()} for k, d in acc.items()}
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.metrics import request_metrics
 from benchmarks.outputs.svg import bar_chart, color_map, line_chart
 from benchmarks.outputs.tables import agreement_rows, fmt, metric_rows
 
@@ -32,7 +33,7 @@ def _cdf_plot(records: list[dict[str, Any]], level: str, colors: dict[str, str])
     for r in records:
         if (r.get("type") == "generate" and not r.get("warmup") and r["level"] == level
                 and r.get("error_class") is None):
-            by_t.setdefault(r["target"], []).append((r["t_end"] - r["t_sent"]) * 1000.0)
+            by_t.setdefault(r["target"], []).append(request_metrics(r)["e2el"] * 1000.0)
     for t, vals in sorted(by_t.items()):
         xs = sorted(vals)
         series[t] = (xs, [(i + 1) / len(xs) for i in range(len(xs))])

@@ -51,4 +51,8 @@ def agreement_rows(agreement: dict[str, Any]) -> tuple[list[str], list[list[str]
                          f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci[0] is not None else "-",
                          fmt(a["token_exact_match_rate"]), fmt(a["mean_common_prefix_frac"]),
                          fmt(a["length_agreement_rate"]), fmt(a["eos_agreement_rate"])])
+    for t, levels in agreement.get("cross_level", {}).items():
+        for lvl, a in levels.items():
+            rows.append([t, f"self {agreement.get('level')} vs {lvl}", str(a["n_pairs"]), fmt(a["exact_match_rate"]),
+                         "-", fmt(a["token_exact_match_rate"]), "-", "-", "-"])
     return head, rows

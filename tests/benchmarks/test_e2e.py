@@ -99,3 +99,5 @@ def test_run_through_a_live_router(tmp_path: Path, hrm_tiny: Path, llama_tiny: P
     (d2,) = list((tmp_path / "s").iterdir())
     served = {r["served_by"] for r in _records(d2) if r["type"] == "generate"}
     assert served <= {"hrm", "llama"} and served
+    s2 = json.loads((d2 / "summary.json").read_text())
+    assert set(s2["metrics_by_served_backend"]) == {f"router@{b}" for b in served}

@@ -60,6 +60,7 @@ def test_two_backend_run_writes_every_output(tmp_path: Path) -> None:
     assert seq == ["a"] * 4 + ["b"] * 8 + ["a"] * 8 + ["b"] * 4  # ABBA blocks of 4
     ag = json.loads((d / "agreement.json").read_text())
     assert ag["vs_reference"]["b"]["exact_match_rate"] == 1.0 and ag["noise_floor"]["a"]["n_pairs"] == 12
+    assert ag["cross_level"]["a"]["c=3"] == {"n_pairs": 12, "exact_match_rate": 1.0, "token_exact_match_rate": 1.0}
     assert "first divergence" in (d / "report.html").read_text().lower()
     assert "mean_ttft_ms" in (d / "summary.csv").read_text().splitlines()[0]
 
@@ -88,6 +89,8 @@ def test_disagreeing_backend_and_error_classes(tmp_path: Path) -> None:
     assert s["metrics"]["other"]["c=1"]["errors_by_class"] == {"http_503": 4}
     ag = json.loads((d / "agreement.json").read_text())["vs_reference"]["other"]
     assert 0.0 < ag["exact_match_rate"] < 1.0 and ag["first_divergence_positions"]
+    man = json.loads((d / "manifest.json").read_text())
+    assert man["config"]["text"] == cfg.read_text() and len(man["config"]["sha256"]) == 64
 
 
 def _free_port() -> int:
