@@ -29,8 +29,14 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from hrm.errors import InvalidRequestError, QueueFullError
 from hrm.params import SamplingParams
-from hrm.schemas import (ErrorBody, GenerateRequest, GenerateResponse, LoglikelihoodRequest,
-                         LoglikelihoodResponse, Usage)
+from hrm.schemas import (
+    ErrorBody,
+    GenerateRequest,
+    GenerateResponse,
+    LoglikelihoodRequest,
+    LoglikelihoodResponse,
+    Usage,
+)
 
 __all__ = ["ServerConfig", "create_server_app", "main"]
 

@@ -6,4 +6,4 @@ from router.app import create_app
 from router.config import load_router_config
 from router.settings import RouterConfig, RouterSettings
 
-__all__ = ["create_app", "load_router_config", "RouterConfig", "RouterSettings"]
+__all__ = ["RouterConfig", "RouterSettings", "create_app", "load_router_config"]

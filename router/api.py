@@ -11,14 +11,19 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from backends.types import Completion, StreamEvent
-from hrm.schemas import (ErrorBody, GenerateRequest, GenerateResponse, LoglikelihoodRequest,
-                         LoglikelihoodResponse)
+from hrm.schemas import (
+    ErrorBody,
+    GenerateRequest,
+    GenerateResponse,
+    LoglikelihoodRequest,
+    LoglikelihoodResponse,
+)
 from router.common import ctx_of, make_params, routing_hints, sse, sse_body, usage_of
 from router.dispatch import call_with_fallback, decide, open_stream
 from router.errors import ClientError
 from router.state import RouterState
 
-__all__ = ["v1_routes", "ERROR_RESPONSES"]
+__all__ = ["ERROR_RESPONSES", "v1_routes"]
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": desc}
@@ -55,7 +60,7 @@ def v1_routes(state: RouterState) -> APIRouter:
         texts = [c.text for c in comps]
         resp = GenerateResponse(completions=texts, usage=usage, backend=ctx.backend, request_id=ctx.request_id,
                                 approximations=approx,
-                                finish_reasons=[c.finish_reason for c in comps]
+                                finish_reasons=[c.finish_reason for c in comps if c.finish_reason]
                                 if all(c.finish_reason for c in comps) else None)
         backend = ctx.backend or ""
 

@@ -25,7 +25,7 @@ from router.shadow import ShadowRunner
 from router.state import RouterState
 from router.table import BackendFactory, TableHolder, build_table
 
-__all__ = ["create_app", "INFERENCE_PATHS"]
+__all__ = ["INFERENCE_PATHS", "create_app"]
 
 INFERENCE_PATHS = frozenset({"/generate", "/generate_stream", "/loglikelihood", "/v1/completions"})
 log = logging.getLogger("abtest.router")
@@ -93,18 +93,18 @@ def create_app(config: RouterConfig, *, backend_factory: BackendFactory | None =
             raise ClientError(f"config: {exc}", field="config") from exc
 
     # Added innermost first: Context is outermost, so its headers cover every response.
-    app.add_middleware(AdmissionMiddleware, metrics=metrics, max_queue=settings.max_queue,  # type: ignore[arg-type]
+    app.add_middleware(AdmissionMiddleware, metrics=metrics, max_queue=settings.max_queue,
                        retry_after_s=settings.retry_after_s, paths=INFERENCE_PATHS)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)  # type: ignore[arg-type]
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     keys = settings.all_api_keys()
     if keys:
-        app.add_middleware(AuthMiddleware, keys=keys)  # type: ignore[arg-type]
+        app.add_middleware(AuthMiddleware, keys=keys)
     if settings.enable_cors:
         from starlette.middleware.cors import CORSMiddleware
 
-        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins or ["*"],  # type: ignore[arg-type]
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins or ["*"],
                            allow_methods=["GET", "POST", "OPTIONS"], allow_headers=["*"],
                            expose_headers=["X-Request-ID", "X-Backend", "X-Arm", "X-Fallback-From",
                                            "X-Router-Overhead-Ms", "Server-Timing"])
-    app.add_middleware(ContextMiddleware, metrics=metrics)  # type: ignore[arg-type]
+    app.add_middleware(ContextMiddleware, metrics=metrics)
     return app

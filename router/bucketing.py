@@ -24,7 +24,7 @@ import hashlib
 import math
 from collections.abc import Mapping
 
-__all__ = ["NUM_BUCKETS", "bucket_of", "BucketTable"]
+__all__ = ["NUM_BUCKETS", "BucketTable", "bucket_of"]
 
 NUM_BUCKETS = 10_000
 _TWO64 = float(2**64)
@@ -54,9 +54,10 @@ class BucketTable:
         self.salt = salt
         self.weights = arms
         names = sorted(arms)
-        self._owner: list[str] = [
-            min(names, key=lambda a, b=b: _score(salt, a, b, arms[a])) for b in range(NUM_BUCKETS)
-        ]
+        self._owner: list[str] = [self._best(names, b) for b in range(NUM_BUCKETS)]
+
+    def _best(self, names: list[str], bucket: int) -> str:
+        return min(names, key=lambda a: _score(self.salt, a, bucket, self.weights[a]))
 
     def arm_for_bucket(self, bucket: int) -> str:
         return self._owner[bucket]

@@ -16,7 +16,7 @@ from hrm.schemas import ErrorBody, Usage
 from router.context import RequestContext
 from router.dispatch import OpenStream
 
-__all__ = ["make_params", "routing_hints", "usage_of", "sse", "sse_body", "ctx_of"]
+__all__ = ["ctx_of", "make_params", "routing_hints", "sse", "sse_body", "usage_of"]
 
 log = logging.getLogger("abtest.router")
 
@@ -42,10 +42,7 @@ def routing_hints(request: Request, sticky_header: str, body_user: str | None,
                   body_backend: str | None) -> tuple[str | None, str, str | None]:
     """(pinned backend, the field that named it, sticky key). Headers win over body fields."""
     header_pin = request.headers.get("x-backend")
-    if header_pin is not None:
-        pinned, field = header_pin, "X-Backend"
-    else:
-        pinned, field = body_backend, "backend"
+    pinned, field = (header_pin, "X-Backend") if header_pin is not None else (body_backend, "backend")
     key = request.headers.get(sticky_header) or body_user
     return pinned, field, key
 

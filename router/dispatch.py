@@ -20,7 +20,7 @@ from router.metrics import RouterMetrics
 from router.pool import BackendHandle
 from router.table import RoutingTable
 
-__all__ = ["Decision", "decide", "call_with_fallback", "OpenStream", "open_stream"]
+__all__ = ["Decision", "OpenStream", "call_with_fallback", "decide", "open_stream"]
 
 T = TypeVar("T")
 log = logging.getLogger("abtest.router")
@@ -84,16 +84,16 @@ async def call_with_fallback(
             try:
                 async with handle.lease() as backend, asyncio.timeout(timeout):
                     result = await op(backend)
-            except BackendRejected as exc:
+            except BackendRejected:
                 ctx.add_backend_time(time.perf_counter() - t0)
                 ctx.backend, ctx.arm = handle.name, decision.arm
                 handle.breaker.record_success()  # it answered: alive
-                raise exc
+                raise
             except TimeoutError:
                 last = BackendTimeout(handle.name, f"no answer within {timeout}s")
             except BackendUnavailable as exc:
                 last = exc
-            except Exception as exc:  # an adapter bug or unknown error: backend trouble, not ours
+            except Exception as exc:  # noqa: BLE001 (an adapter bug: backend trouble, not ours)
                 last = _unexpected(handle.name, exc)
             else:
                 ctx.add_backend_time(time.perf_counter() - t0)
@@ -169,7 +169,7 @@ async def open_stream(
                 last = BackendUnavailable(handle.name, "stream ended before the first event")
             except BackendUnavailable as exc:
                 last = exc
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 (an adapter bug: backend trouble, not ours)
                 last = _unexpected(handle.name, exc)
             else:
                 ctx.add_backend_time(time.perf_counter() - t0)

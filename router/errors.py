@@ -19,8 +19,16 @@ from starlette.responses import Response
 from backends.errors import BackendError, BackendRejected, BackendUnavailable
 from hrm.schemas import ErrorBody
 
-__all__ = ["RouterError", "ClientError", "Overloaded", "NoBackendAvailable", "error_response",
-           "field_path", "validation_message", "install_error_handlers"]
+__all__ = [
+    "ClientError",
+    "NoBackendAvailable",
+    "Overloaded",
+    "RouterError",
+    "error_response",
+    "field_path",
+    "install_error_handlers",
+    "validation_message",
+]
 
 log = logging.getLogger("abtest.router")
 _LEAD_FIELD = re.compile(r"^([a-z_][a-z0-9_]*(?:\[\d+\])?)(?= )")
@@ -73,9 +81,9 @@ def field_path(loc: Sequence[Any]) -> str | None:
 
 def validation_message(errors: Sequence[dict[str, Any]]) -> tuple[int, str, str | None]:
     """(status, message, field) for pydantic/FastAPI validation errors."""
-    first = errors[0] if errors else {"msg": "invalid request", "loc": ()}
+    first: dict[str, Any] = errors[0] if errors else {"msg": "invalid request", "loc": ()}
     if first.get("type") == "json_invalid":
-        ctx = first.get("ctx") or {}
+        ctx: dict[str, Any] = first.get("ctx") or {}
         return 400, f"body: invalid JSON ({ctx.get('error', 'decode error')})", "body"
     msgs = []
     field = None

@@ -19,7 +19,7 @@ async def check_once(table: RoutingTable, metrics: RouterMetrics, timeout_s: flo
         h = table.handles[name]
         try:
             ok = bool(await asyncio.wait_for(h.backend.health(), timeout_s))
-        except Exception:
+        except Exception:  # noqa: BLE001 (any failure means unhealthy)
             ok = False
         if ok != h.healthy:
             log.warning('{"event": "health", "backend": "%s", "healthy": %s}', name, str(ok).lower())

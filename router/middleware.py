@@ -16,7 +16,7 @@ from hrm.schemas import ErrorBody
 from router.context import RequestContext
 from router.metrics import RouterMetrics
 
-__all__ = ["ContextMiddleware", "AuthMiddleware", "BodyLimitMiddleware", "AdmissionMiddleware"]
+__all__ = ["AdmissionMiddleware", "AuthMiddleware", "BodyLimitMiddleware", "ContextMiddleware"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -17,11 +17,17 @@ from router.api import ERROR_RESPONSES
 from router.common import ctx_of, make_params, routing_hints, sse, sse_body, usage_of
 from router.dispatch import call_with_fallback, decide, open_stream
 from router.errors import ClientError
-from router.openai_schemas import CompletionChoice, CompletionRequest, CompletionResponse, ModelCard, ModelList
+from router.openai_schemas import (
+    CompletionChoice,
+    CompletionRequest,
+    CompletionResponse,
+    ModelCard,
+    ModelList,
+)
 from router.state import RouterState
 from router.table import RoutingTable
 
-__all__ = ["openai_routes", "SPLIT_MODEL_ID"]
+__all__ = ["SPLIT_MODEL_ID", "openai_routes"]
 
 SPLIT_MODEL_ID = "abtest"
 _FINISH = {"eos": "stop", "stop": "stop", "length": "length"}

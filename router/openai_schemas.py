@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hrm.schemas import Usage
 
-__all__ = ["CompletionRequest", "CompletionChoice", "CompletionResponse", "ModelCard", "ModelList"]
+__all__ = ["CompletionChoice", "CompletionRequest", "CompletionResponse", "ModelCard", "ModelList"]
 
 
 class CompletionRequest(BaseModel):

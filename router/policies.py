@@ -15,7 +15,7 @@ from typing import Protocol
 from router.bucketing import BucketTable
 from router.settings import RouterSettings
 
-__all__ = ["RoutingPolicy", "register_policy", "create_policy", "policy_names"]
+__all__ = ["RoutingPolicy", "create_policy", "policy_names", "register_policy"]
 
 
 class RoutingPolicy(Protocol):

@@ -16,7 +16,7 @@ from router.config import load_router_config
 from router.settings import RouterConfig
 from router.state import RouterState
 
-__all__ = ["reload_now", "install_sighup", "watch_file"]
+__all__ = ["install_sighup", "reload_now", "watch_file"]
 
 log = logging.getLogger("abtest.router")
 

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from router.app import create_app
 from router.config import load_router_config
 
-__all__ = ["JsonFormatter", "setup_logging", "run_router", "app_from_env"]
+__all__ = ["JsonFormatter", "app_from_env", "run_router", "setup_logging"]
 
 _ENV_CONFIG = "ABTEST_ROUTER_CONFIG_FILE"
 _ENV_CLI = "ABTEST_ROUTER_CLI_JSON"
@@ -64,9 +64,9 @@ def run_router(config_path: Path, *, host: str = "127.0.0.1", port: int = 8080, 
 
     cli = {k: v for k, v in (cli or {}).items() if v is not None}
     config = load_router_config(config_path, cli=cli)  # fail fast, in the parent, on a bad file
-    common: dict[str, Any] = dict(host=host, port=port, log_level=log_level, access_log=False,
-                                  timeout_graceful_shutdown=max(1, int(config.router.drain_timeout_s)),
-                                  log_config=None)
+    common: dict[str, Any] = {"host": host, "port": port, "log_level": log_level, "access_log": False,
+                              "timeout_graceful_shutdown": max(1, int(config.router.drain_timeout_s)),
+                              "log_config": None}
     setup_logging(log_level)
     if workers > 1:
         os.environ[_ENV_CONFIG] = str(config_path)

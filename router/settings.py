@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
 
-__all__ = ["ShadowSettings", "RouterSettings", "build_settings", "RouterConfig"]
+__all__ = ["RouterConfig", "RouterSettings", "ShadowSettings", "build_settings"]
 
 
 class ShadowSettings(BaseModel):

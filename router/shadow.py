@@ -94,7 +94,7 @@ class ShadowRunner:
             async with lease() as backend:
                 out = await asyncio.wait_for(call(backend), timeout)
             record.update(shadow_output=out, agreement=agree(record["primary_output"], out), error=None)
-        except Exception as exc:  # never propagates: the primary is long gone
+        except Exception as exc:  # noqa: BLE001 (never propagates: the primary is long gone)
             record.update(shadow_output=None, agreement=None, error=f"{type(exc).__name__}: {exc}")
         finally:
             self.running -= 1

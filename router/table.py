@@ -18,7 +18,7 @@ from router.policies import RoutingPolicy, create_policy
 from router.pool import BackendHandle
 from router.settings import RouterConfig
 
-__all__ = ["RoutingTable", "TableHolder", "build_table", "BackendFactory"]
+__all__ = ["BackendFactory", "RoutingTable", "TableHolder", "build_table"]
 
 BackendFactory = Callable[[dict[str, Any]], Backend]
 log = logging.getLogger("abtest.router")

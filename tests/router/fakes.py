@@ -12,11 +12,18 @@ from typing import Any, Literal
 
 from backends.base import BackendSettings, create_backend, register
 from backends.errors import BackendRejected, BackendTimeout, BackendUnavailable
-from backends.types import BackendInfo, Capabilities, Completion, LoglikelihoodResult, SamplingParams, StreamEvent
+from backends.types import (
+    BackendInfo,
+    Capabilities,
+    Completion,
+    LoglikelihoodResult,
+    SamplingParams,
+    StreamEvent,
+)
 from router.config import config_from_dict
 from router.settings import RouterConfig
 
-__all__ = ["FakeSettings", "FakeBackend", "FakeFactory", "make_config", "serve_app"]
+__all__ = ["FakeBackend", "FakeFactory", "FakeSettings", "make_config", "serve_app"]
 
 Failure = Literal["unavailable", "timeout", "reject", "crash", "overloaded"]
 

@@ -138,8 +138,8 @@ def test_overload_gives_429_with_retry_after(router_factory) -> None:
 
 def test_per_backend_inflight_limit() -> None:
     """At most max_inflight_per_backend calls run at once; the rest wait their turn."""
-    from tests.router.fakes import FakeFactory, make_config
     from router.table import build_table
+    from tests.router.fakes import FakeFactory, make_config
 
     async def main() -> int:
         factory = FakeFactory()

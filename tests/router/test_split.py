@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from router.bucketing import NUM_BUCKETS, BucketTable, bucket_of
 from router.policies import create_policy, policy_names
 from router.settings import RouterSettings
-import pytest
-
 from tests.router.conftest import LiveRouter
 
 
