@@ -50,6 +50,8 @@ def v1_routes(state: RouterState) -> APIRouter:
             params, approx = make_params(body.max_tokens, body.temperature, body.top_p, body.seed, body.stop,
                                          table.settings.max_tokens_cap)
             prompts = body.prompts
+            if table.settings.log_prompts:
+                ctx.prompts = prompts
             comps: list[Completion] = await call_with_fallback(
                 table, decision, ctx, metrics, lambda b: b.generate(prompts, params))
         usage = usage_of(comps)
@@ -80,6 +82,8 @@ def v1_routes(state: RouterState) -> APIRouter:
             pinned, field, key = routing_hints(request, table.settings.sticky_header, body.user, body.backend)
             decision = decide(table, pinned=pinned, pin_field=field, key=key)
             prompts, conts = body.prompts, body.continuations
+            if table.settings.log_prompts:
+                ctx.prompts = prompts
             results = await call_with_fallback(
                 table, decision, ctx, metrics, lambda b: b.loglikelihood(prompts, conts))
         approx: list[str] = []
@@ -117,6 +121,8 @@ def v1_routes(state: RouterState) -> APIRouter:
             decision = decide(table, pinned=pinned, pin_field=field, key=key)
             params, approx = make_params(body.max_tokens, body.temperature, body.top_p, body.seed, body.stop,
                                          table.settings.max_tokens_cap)
+            if table.settings.log_prompts:
+                ctx.prompts = body.prompts
             stream = await open_stream(table, decision, ctx, metrics, body.prompts[0], params)
         except BaseException:
             await stack.aclose()

@@ -23,6 +23,7 @@ class RequestContext:
     status: int = 0
     t_response_start: float | None = None
     error: str | None = None
+    prompts: list[str] | None = None  # set only when log_prompts is on
 
     def add_backend_time(self, seconds: float) -> None:
         self.backend_s += seconds

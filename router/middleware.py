@@ -109,6 +109,7 @@ class ContextMiddleware:
                 "total_ms": round(total * 1000, 3), "backend_ms": round(ctx.backend_s * 1000, 3),
                 "overhead_ms": round(ctx.overhead_s() * 1000, 3), "tokens_in": ctx.tokens_in,
                 "tokens_out": ctx.tokens_out, "error": ctx.error,
+                **({"prompts": ctx.prompts} if ctx.prompts is not None else {}),
             }))
 
 

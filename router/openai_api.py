@@ -64,6 +64,8 @@ def openai_routes(state: RouterState) -> APIRouter:
             params, _ = make_params(body.max_tokens or 16, 1.0 if body.temperature is None else body.temperature,
                                     body.top_p or 1.0, body.seed, body.stops(), table.settings.max_tokens_cap)
             cid, created = f"cmpl-{ctx.request_id}", int(time.time())
+            if table.settings.log_prompts:
+                ctx.prompts = prompts
             if body.stream:
                 stream = await open_stream(table, decision, ctx, metrics, prompts[0], params)
             else:

@@ -55,6 +55,7 @@ class FakeBackend:
         self.started = False
         self.closed = False
         self.fail_mid_stream = False
+        self.junk = False  # return a malformed result (simulates a bug past the adapter boundary)
 
     @property
     def name(self) -> str:
@@ -90,6 +91,8 @@ class FakeBackend:
 
     async def generate(self, prompts: list[str], params: SamplingParams) -> list[Completion]:
         await self._enter(prompts, params)
+        if self.junk:
+            return None  # type: ignore[return-value]
         return [Completion(text=self._text(p), prompt_tokens=len(p.split()), completion_tokens=3,
                            finish_reason="length") for p in prompts]
 

@@ -139,3 +139,29 @@ def test_readyz_503_when_no_healthy_backend(router_factory) -> None:
         r = lr.client.post("/generate", json={"prompts": ["p"]})
         assert r.status_code == 503
         assert_routing_headers(r)
+
+
+def test_our_own_bug_is_a_500_with_headers(router_factory) -> None:
+    with router_factory(split={"a": 1}) as lr:
+        lr.backend("a").junk = True
+        r = lr.client.post("/generate", json={"prompts": ["p"]}, headers={"X-Request-ID": "bug-1"})
+        assert r.status_code == 500 and r.json()["error"]["type"] == "internal_error"
+        assert r.headers["x-request-id"] == "bug-1" and r.headers["x-backend"] == "a"
+        assert_routing_headers(r)
+
+
+def test_access_log_is_json_and_prompts_only_when_enabled(router_factory, caplog) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="abtest.router.access")
+    for log_prompts in (False, True):
+        caplog.clear()
+        with router_factory(split={"a": 1}, log_prompts=log_prompts) as lr:
+            lr.client.post("/generate", json={"prompts": ["secret prompt"]}, headers={"X-Request-ID": "log-1"})
+        lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "abtest.router.access"]
+        line = next(x for x in lines if x["request_id"] == "log-1")
+        assert line["status"] == 200 and line["backend"] == "a" and line["path"] == "/generate"
+        assert line["total_ms"] >= line["overhead_ms"] >= 0
+        assert ("prompts" in line) is log_prompts
+        if log_prompts:
+            assert line["prompts"] == ["secret prompt"]
