@@ -167,10 +167,12 @@ class HrmEngine:
             else:
                 dev = self.device
                 pos = [s.last_pos for s in batch.seqs]
+                hi = max(pos)
                 logits = self.runner.decode(
                     torch.tensor([s.output_ids[-1] for s in batch.seqs], device=dev),
                     torch.tensor(pos, device=dev),
-                    max(pos) + 1,
+                    hi + 1,
+                    uniform=min(pos) == hi,
                 )
             tokens, logprobs = self._sample(batch.seqs, logits)
             result = sched.postprocess(batch, tokens, logprobs)

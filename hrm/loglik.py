@@ -82,7 +82,7 @@ def score_batch(runner: ModelRunner, items: list[ScoreItem], prefix_lm: bool) ->
         targets += it.cont_ids
     dev = states.device
     picked = states[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)]
-    logp = F.log_softmax(runner.model.logits(picked).float(), dim=-1)
+    logp = F.log_softmax(runner.logits(picked).float(), dim=-1)
     tgt = torch.tensor(targets, device=dev)
     tok_lp = logp.gather(1, tgt[:, None])[:, 0].tolist()
     greedy = (logp.argmax(dim=-1) == tgt).tolist()

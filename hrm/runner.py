@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from hrm.forward import Weights, hidden_states, logits
 from hrm.model import AttnContext, HrmForCausalLM, HrmKVCache, rope_table
 
 __all__ = ["ModelRunner", "prefix_mask"]
@@ -29,12 +30,14 @@ class ModelRunner:
         p = next(model.parameters())
         self.model, self.device, self.dtype = model, p.device, p.dtype
         self.cfg = model.cfg
+        self.weights = Weights.from_model(model)
         self.max_context = max_context
         self.pad_id = pad_id
         self.cos, self.sin = rope_table(self.cfg, max_context, self.dtype, self.device)
         self.cache: HrmKVCache | None = None
 
     # -- cache management -------------------------------------------------------------
+    @torch.inference_mode()
     def ensure_cache(self, rows: int, seq: int) -> None:
         seq = min(self.max_context, seq)
         if self.cache is None:
@@ -45,6 +48,7 @@ class ModelRunner:
     def release_cache(self) -> None:
         self.cache = None
 
+    @torch.inference_mode()
     def move_row(self, src: int, dst: int) -> None:
         if self.cache is not None:
             self.cache.move_row(src, dst)
@@ -59,11 +63,13 @@ class ModelRunner:
         return tokens.to(self.device), lens.to(self.device), T
 
     def _full_context(self, B: int, T: int, prefix_lens: Tensor | None) -> AttnContext:
-        cos = self.cos[:T].view(1, T, 1, 1, -1)
-        sin = self.sin[:T].view(1, T, 1, 1, -1)
+        D = self.cos.shape[-1]
+        cos = self.cos[:T].repeat(B, 1).view(B * T, 1, 1, D)
+        sin = self.sin[:T].repeat(B, 1).view(B * T, 1, 1, D)
         mask = prefix_mask(prefix_lens, T) if prefix_lens is not None else None
-        return AttnContext(cos=cos, sin=sin, mask=mask, is_causal=mask is None)
+        return AttnContext(batch=B, tokens=T, cos=cos, sin=sin, mask=mask, is_causal=mask is None and T > 1)
 
+    @torch.inference_mode()
     def prefill(self, token_lists: list[list[int]], row0: int, prefix_lm: bool) -> Tensor:
         """Run prompts into cache rows [row0, row0+B); return fp32 logits (B, vocab) at each
         row's last prompt token."""
@@ -72,33 +78,47 @@ class ModelRunner:
         B = tokens.shape[0]
         ctx = self._full_context(B, T, lens if prefix_lm else None)
         ctx.cache, ctx.row0, ctx.kv_len = self.cache, row0, T
-        ctx.row_idx = torch.arange(B, device=self.device)[:, None]
-        ctx.input_pos = torch.arange(T, device=self.device)[None, :]
-        states = self.model.hidden(tokens, ctx)
-        last = states[torch.arange(B, device=self.device), lens - 1]  # (B, hidden)
-        return self.model.logits(last).float()
+        ctx.row_idx = torch.arange(row0, row0 + B, device=self.device)[:, None]
+        ctx.pos_idx = torch.arange(T, device=self.device)[None, :]
+        states = hidden_states(self.weights, tokens.view(-1), ctx)
+        last = states[torch.arange(B, device=self.device) * T + lens - 1]  # (B, hidden)
+        return logits(self.weights, last).float()
 
-    def decode(self, tokens: Tensor, pos: Tensor, kv_len: int) -> Tensor:
-        """One token per running row: tokens/pos (B,) for cache rows [0, B). Returns fp32 (B, vocab)."""
+    @torch.inference_mode()
+    def decode(self, tokens: Tensor, pos: Tensor, kv_len: int, uniform: bool = False) -> Tensor:
+        """One token per running row: tokens/pos (B,) for cache rows [0, B). Returns fp32 (B, vocab).
+
+        `uniform`: every row is at position kv_len - 1, so no mask is needed."""
         assert self.cache is not None, "ensure_cache() first"
         B = tokens.shape[0]
         D = self.cos.shape[-1]
-        keys = torch.arange(kv_len, device=self.device)
+        mask = None
+        if not uniform:
+            keys = torch.arange(kv_len, device=self.device)
+            mask = (keys[None, :] <= pos[:, None]).view(B, 1, 1, kv_len)
         ctx = AttnContext(
-            cos=self.cos[pos].view(B, 1, 1, 1, D),
-            sin=self.sin[pos].view(B, 1, 1, 1, D),
-            mask=(keys[None, :] <= pos[:, None]).view(B, 1, 1, kv_len),
+            batch=B,
+            tokens=1,
+            cos=self.cos[pos].view(B, 1, 1, D),
+            sin=self.sin[pos].view(B, 1, 1, D),
+            mask=mask,
             is_causal=False,
             cache=self.cache,
             row0=0,
             row_idx=torch.arange(B, device=self.device)[:, None],
-            input_pos=pos[:, None],
+            pos_idx=pos[:, None],
             kv_len=kv_len,
         )
-        return self.model(tokens[:, None], ctx)[:, 0].float()
+        return logits(self.weights, hidden_states(self.weights, tokens, ctx)).float()
 
+    @torch.inference_mode()
     def full_hidden(self, token_lists: list[list[int]], prefix_lens: list[int] | None) -> Tensor:
         """No-cache forward over whole (right-padded) sequences: final states (B, T, hidden)."""
         tokens, _, T = self._pad(token_lists)
+        B = tokens.shape[0]
         plens = None if prefix_lens is None else torch.tensor(prefix_lens, device=self.device)
-        return self.model.hidden(tokens, self._full_context(tokens.shape[0], T, plens))
+        return hidden_states(self.weights, tokens.view(-1), self._full_context(B, T, plens)).view(B, T, -1)
+
+    @torch.inference_mode()
+    def logits(self, states: Tensor) -> Tensor:
+        return logits(self.weights, states)

@@ -37,6 +37,7 @@ class Sequence:
     finish_reason: FinishReason | None = None
     text: str = ""
     emitted: int = 0  # chars of `text` already handed to on_token
+    cancelled: bool = False  # set from another thread; the next step retires the sequence
     t_start: float = field(default_factory=time.perf_counter)
     t_first_token: float | None = None
     t_end: float | None = None
@@ -70,6 +71,8 @@ class Sequence:
             self.t_first_token = now
         self.output_ids.append(token_id)
         self.logprobs.append(logprob)
+        if self.cancelled:
+            return self._finish("length", now)
         if token_id in self.eos_ids and not self.params.ignore_eos:
             return self._finish("eos", now)
         if self._detok is not None:

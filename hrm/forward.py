@@ -1,0 +1,124 @@
+"""HRM-Text forward math as plain functions over weight tensors (gpt-fast style).
+
+Activations stay 2-D, (N = B*T, hidden), so every projection is one `addmm`/`mm`, the
+residual adds are folded into `addmm`, and there is no per-module call overhead: on
+a tiny model the step time is dominated by op count, not FLOPs.
+
+    x = embed(ids) * embedding_scale;  zH = x;  zL = z_L_init
+    for h in range(H_cycles):
+        for l in range(L_cycles): zL = L_stack(zL + zH)   # cache slots slot_base(h, l) + layer
+        zH = H_stack(zH + zL)                              # cache slots slot_base(h, L_cycles) + layer
+    logits = lm_head(zH)
+
+Each stack: pre-norm layers `x + attn(rms(x))`, `x + mlp(rms(x))`, then a final RMSNorm.
+Attention: fused `[gate|q|k|v]` projection, RoPE on q and k, SDPA, `sigmoid(gate) * out`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from hrm.config import HrmConfig
+from hrm.model import AttnContext, HrmForCausalLM, KVCache
+
+__all__ = ["LayerWeights", "Weights", "rms", "hidden_states", "logits"]
+
+
+class LayerWeights(NamedTuple):
+    gqkv: Tensor  # (4*A, hidden)
+    gqkv_b: Tensor | None
+    o_t: Tensor  # (A, hidden): o_proj.weight.T
+    o_b: Tensor | None
+    gate_up: Tensor  # (2*I, hidden)
+    gate_up_b: Tensor | None
+    down_t: Tensor  # (I, hidden): down_proj.weight.T
+    down_b: Tensor | None
+
+
+@dataclass
+class Weights:
+    cfg: HrmConfig
+    embed: Tensor
+    z_l_init: Tensor
+    lm_head: Tensor
+    L: list[LayerWeights]
+    H: list[LayerWeights]
+
+    @classmethod
+    def from_model(cls, model: HrmForCausalLM) -> Weights:
+        def stack(mod: torch.nn.Module) -> list[LayerWeights]:
+            out = []
+            for layer in mod.layers:  # type: ignore[union-attr]
+                a, m = layer.attn, layer.mlp
+                out.append(LayerWeights(
+                    a.gqkv_proj.weight, a.gqkv_proj.bias, a.o_proj.weight.t(), a.o_proj.bias,
+                    m.gate_up_proj.weight, m.gate_up_proj.bias, m.down_proj.weight.t(), m.down_proj.bias,
+                ))
+            return out
+
+        bb = model.model
+        return cls(model.cfg, bb.embed_tokens.weight, bb.z_L_init, model.lm_head.weight,
+                   stack(bb.L_module), stack(bb.H_module))
+
+
+def rms(x: Tensor, eps: float) -> Tensor:
+    """Weightless RMSNorm in fp32 (bitwise equal to transformers' HrmTextRMSNorm)."""
+    if x.dtype == torch.float32:
+        return F.rms_norm(x, (x.shape[-1],), eps=eps)
+    return F.rms_norm(x.float(), (x.shape[-1],), eps=eps).to(x.dtype)
+
+
+def _residual(x: Tensor, h: Tensor, w_t: Tensor, b: Tensor | None) -> Tensor:
+    """x + h @ w_t (+ b), as one addmm."""
+    return torch.addmm(x if b is None else x + b, h, w_t)
+
+
+def attention(xn: Tensor, w: LayerWeights, ctx: AttnContext, slot: KVCache | None, cfg: HrmConfig) -> Tensor:
+    N, B, T = xn.shape[0], ctx.batch, ctx.tokens
+    H, D = cfg.num_attention_heads, int(cfg.head_dim or 0)
+    g = F.linear(xn, w.gqkv, w.gqkv_b).view(N, 4, H, D)
+    qk = g[:, 1:3]
+    torch.addcmul(qk * ctx.cos, qk.roll(D // 2, dims=-1), ctx.sin, out=qk)  # RoPE, in place
+    if slot is not None:
+        k, v = slot.update(ctx, g[:, 2], g[:, 3])
+    else:
+        k, v = g[:, 2].view(B, T, H, D).transpose(1, 2), g[:, 3].view(B, T, H, D).transpose(1, 2)
+    q = g[:, 1].view(B, T, H, D).transpose(1, 2)
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=ctx.mask, is_causal=ctx.is_causal, scale=D**-0.5)
+    o = o.transpose(1, 2).reshape(N, H, D) * torch.sigmoid(g[:, 0])
+    return o.view(N, H * D)
+
+
+def layer(x: Tensor, w: LayerWeights, ctx: AttnContext, slot: KVCache | None, cfg: HrmConfig) -> Tensor:
+    x = _residual(x, attention(rms(x, cfg.rms_norm_eps), w, ctx, slot, cfg), w.o_t, w.o_b)
+    gu = F.linear(rms(x, cfg.rms_norm_eps), w.gate_up, w.gate_up_b)
+    inter = gu.shape[-1] // 2
+    return _residual(x, F.silu(gu[:, :inter]) * gu[:, inter:], w.down_t, w.down_b)
+
+
+def stack(x: Tensor, ws: list[LayerWeights], ctx: AttnContext, slot_base: int, cfg: HrmConfig) -> Tensor:
+    slots = ctx.cache.slots if ctx.cache is not None else None
+    for i, w in enumerate(ws):
+        x = layer(x, w, ctx, slots[slot_base + i] if slots is not None else None, cfg)  # type: ignore[arg-type]
+    return rms(x, cfg.rms_norm_eps)
+
+
+def hidden_states(W: Weights, tokens: Tensor, ctx: AttnContext) -> Tensor:
+    """tokens (N = B*T,) -> final H-state (N, hidden)."""
+    cfg = W.cfg
+    z_h = F.embedding(tokens, W.embed) * float(cfg.embedding_scale or 1.0)
+    z_l = W.z_l_init.expand_as(z_h)
+    for h in range(cfg.H_cycles):
+        for step in range(cfg.L_cycles):
+            z_l = stack(z_l + z_h, W.L, ctx, cfg.slot_base(h, step), cfg)
+        z_h = stack(z_h + z_l, W.H, ctx, cfg.slot_base(h, cfg.L_cycles), cfg)
+    return z_h
+
+
+def logits(W: Weights, states: Tensor) -> Tensor:
+    return F.linear(states, W.lm_head)
