@@ -4,11 +4,11 @@ worker thread so the event loop is never blocked."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Literal
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Literal, TypeVar
 
 from backends.base import register
-from backends.errors import BackendUnavailable
+from backends.errors import BackendRejected, BackendUnavailable
 from backends.hf_compute import HfModel, load_hf
 from backends.settings import InProcessSettings
 from backends.stops import StopScanner
@@ -22,6 +22,8 @@ from backends.types import (
 )
 
 __all__ = ["HfBackend", "HfSettings"]
+
+T = TypeVar("T")
 
 
 class HfSettings(InProcessSettings):
@@ -90,8 +92,27 @@ class HfBackend:
             "loglikelihood: teacher forcing in-process",
         ] + (["prefix-LM model scored causally"] if info.extra.get("prefix_lm") else [])
 
+    def _check_lengths(self, prompts: list[str], params: SamplingParams, field: str = "prompts") -> None:
+        m = self._model
+        if m.max_context is None:
+            return
+        for i, prompt in enumerate(prompts):
+            n = len(m.tokenizer(prompt)["input_ids"])
+            if n + params.max_tokens > m.max_context:
+                raise BackendRejected(
+                    self.name, f"{field}[{i}] has {n} tokens; with max_tokens={params.max_tokens} it exceeds the "
+                    f"context window of {m.max_context}", status=400, field=f"{field}[{i}]")
+
+    async def _work(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run blocking transformers work in a thread; its failures become BackendUnavailable."""
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except (RuntimeError, ValueError, IndexError) as exc:
+            raise BackendUnavailable(self.name, f"transformers failed: {exc!r}") from None
+
     async def generate(self, prompts: list[str], params: SamplingParams) -> list[Completion]:
         m = self._model
+        self._check_lengths(prompts, params)
         size = self.settings.max_batch_size
         out: list[Completion] = []
         loop = asyncio.get_running_loop()
@@ -99,7 +120,7 @@ class HfBackend:
             chunk = prompts[i : i + size]
             async with self._lock:
                 t0 = loop.time()
-                done = await asyncio.to_thread(m.generate, chunk, params)
+                done = await self._work(m.generate, chunk, params)
                 elapsed = loop.time() - t0
             for c in done:
                 c.latency_s = elapsed
@@ -111,11 +132,12 @@ class HfBackend:
         from transformers import TextIteratorStreamer
 
         m = self._model
+        self._check_lengths([prompt], params, field="prompt")
         loop = asyncio.get_running_loop()
         async with self._lock:
             streamer = TextIteratorStreamer(m.tokenizer, skip_prompt=True, skip_special_tokens=True)
             t0 = loop.time()
-            job = asyncio.ensure_future(asyncio.to_thread(m.generate, [prompt], params, streamer))
+            job = asyncio.ensure_future(self._work(m.generate, [prompt], params, streamer))
             scanner = StopScanner(params.stop)
             ttft: float | None = None
             pieces = iter(streamer)
@@ -141,5 +163,5 @@ class HfBackend:
         out: list[LoglikelihoodResult] = []
         for i in range(0, len(pairs), size):
             async with self._lock:
-                out.extend(await asyncio.to_thread(m.score, pairs[i : i + size]))
+                out.extend(await self._work(m.score, pairs[i : i + size]))
         return out

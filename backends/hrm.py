@@ -22,7 +22,7 @@ from backends.types import (
     SamplingParams,
     StreamEvent,
 )
-from hrm.errors import CheckpointError, InvalidRequestError, QueueFullError
+from hrm.errors import CheckpointError, HrmError, InvalidRequestError, QueueFullError
 from hrm.params import CompletionOutput
 
 __all__ = ["HrmBackend", "HrmSettings"]
@@ -119,6 +119,8 @@ class HrmBackend:
             raise BackendOverloaded(self.name, str(exc)) from None
         except InvalidRequestError as exc:
             raise BackendRejected(self.name, exc.message, status=400, field=exc.field) from None
+        except HrmError as exc:
+            raise BackendUnavailable(self.name, f"engine error: {exc}") from None
 
     async def generate(self, prompts: list[str], params: SamplingParams) -> list[Completion]:
         engine = self._async

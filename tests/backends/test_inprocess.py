@@ -81,3 +81,12 @@ async def test_hrm_invalid_request_is_rejected_and_cap_is_reported(hrm_tiny: Pat
         assert c.completion_tokens == 4 and any("max_tokens" in a for a in c.approximations)
     finally:
         await b.close()
+
+
+async def test_hf_prompt_too_long_names_the_field(hrm_tiny: Path) -> None:
+    b = create_backend({"name": "hf", "kind": "hf", "model": str(hrm_tiny), "device": "cpu"})
+    await b.start()
+    with pytest.raises(BackendRejected, match="context window") as info:
+        await b.generate(["ok", "a b c d " * 200], SamplingParams(max_tokens=8))
+    assert info.value.field == "prompts[1]"
+    await b.close()

@@ -1,6 +1,6 @@
 """Strict test doubles, run as real HTTP servers on loopback (reused by router and benchmark tests).
 
-- `start_vllm_double(model_dir, served_name=None)`: context manager -> base url of a vLLM
+- `start_vllm_double(model_dir, served_name=None, echo_drops_bos=False)`: context manager -> base url of a vLLM
   OpenAI-compatible `/v1/completions` server (echo/logprobs, SSE, `[DONE]`).
 - `start_tgi_double(model_dir, max_stop_sequences=4)`: context manager -> base url of a TGI
   server validating every body against `/work/shared/specs/tgi-openapi.json`.
