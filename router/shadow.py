@@ -74,7 +74,8 @@ class ShadowRunner:
             return False
         if cfg.sample_rate < 1.0 and self._rng.random() >= cfg.sample_rate:
             return False
-        if self.running >= cfg.max_concurrency or not handle.available():
+        busy = handle.inflight + handle.waiting >= handle.max_inflight  # never queue behind primaries
+        if self.running >= cfg.max_concurrency or busy or not handle.available():
             self.metrics.shadow.labels(handle.name, "dropped").inc()
             return False
         record.update(request_id=request_id, primary=primary, shadow=handle.name, primary_output=primary_out)
