@@ -128,6 +128,8 @@ def load_hf(model_id: str, device: str, dtype: str) -> HfModel:
 
     dev, dt = _resolve(device, dtype)
     tokenizer = AutoTokenizer.from_pretrained(model_id)
+    if tokenizer.pad_token is None:  # batching needs a pad token; EOS is the usual stand-in
+        tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(model_id, dtype=dt).to(dev).eval()
     cfg = model.config
     ctx = getattr(cfg, "max_position_embeddings", None)

@@ -142,20 +142,25 @@ class HrmBackend:
         t_send = time.perf_counter()
         chunks = self._async.stream(prompt, params).__aiter__()
         ttft: float | None = None
-        while True:
-            try:
-                chunk = await self._call(chunks.__anext__())
-            except StopAsyncIteration:
-                raise BackendUnavailable(self.name, "engine stream ended without a final chunk") from None
-            if chunk.text:
-                ttft = ttft if ttft is not None else time.perf_counter() - t_send
-                yield StreamEvent(text=chunk.text)
-            if chunk.final is not None:
-                final = _completion(chunk.final, t_send)
-                final.approximations = self._notes(params)
-                final.ttft_s = final.ttft_s if final.ttft_s is not None else ttft
-                yield StreamEvent(text="", final=final)
-                return
+        try:
+            while True:
+                try:
+                    chunk = await self._call(chunks.__anext__())
+                except StopAsyncIteration:
+                    raise BackendUnavailable(self.name, "engine stream ended without a final chunk") from None
+                if chunk.text:
+                    ttft = ttft if ttft is not None else time.perf_counter() - t_send
+                    yield StreamEvent(text=chunk.text)
+                if chunk.final is not None:
+                    final = _completion(chunk.final, t_send)
+                    final.approximations = self._notes(params)
+                    final.ttft_s = final.ttft_s if final.ttft_s is not None else ttft
+                    yield StreamEvent(text="", final=final)
+                    return
+        finally:
+            close = getattr(chunks, "aclose", None)
+            if close is not None:  # a consumer that stops early cancels the engine request
+                await close()
 
     async def loglikelihood(self, prompts: list[str], continuations: list[str]) -> list[LoglikelihoodResult]:
         pairs = [split_context(p, c) for p, c in zip(prompts, continuations)]

@@ -90,3 +90,13 @@ async def test_hf_prompt_too_long_names_the_field(hrm_tiny: Path) -> None:
         await b.generate(["ok", "a b c d " * 200], SamplingParams(max_tokens=8))
     assert info.value.field == "prompts[1]"
     await b.close()
+
+
+async def test_stream_closed_early_leaves_backend_usable(backend: Backend) -> None:
+    params = SamplingParams(max_tokens=30, temperature=0.0, ignore_eos=True)
+    events = backend.stream("the bird", params)
+    async for _ in events:
+        break
+    await events.aclose()  # type: ignore[attr-defined]
+    (after,) = await backend.generate(["the bird"], SamplingParams(max_tokens=3, temperature=0.0, ignore_eos=True))
+    assert after.completion_tokens == 3
