@@ -68,7 +68,8 @@ def target_specs(s: RunSettings) -> list[dict[str, Any]]:
 
 def _make_target(spec: dict[str, Any], s: RunSettings) -> Target:
     if "via_router" in spec:
-        return RouterTarget(spec["via_router"], hint=spec.get("hint"), timeout_s=s.timeout_s)
+        return RouterTarget(spec["via_router"], hint=spec.get("hint"), timeout_s=s.timeout_s,
+                            stream=s.router_stream)
     if not spec.get("name") or not spec.get("kind"):
         raise ValueError(f"backend spec {spec!r} needs a 'name' and a 'kind'")
     from pydantic import ValidationError

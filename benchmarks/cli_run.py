@@ -37,6 +37,8 @@ def run_cmd(
     via_router: Annotated[str | None, typer.Option("--via-router", help="benchmark through a router URL")] = None,
     router_backend: Annotated[list[str] | None, typer.Option(
         "--router-backend", help="with --via-router: pin requests to this router backend (repeatable)")] = None,
+    router_stream: Annotated[bool, typer.Option(
+        "--router-stream", help="with --via-router: use /generate_stream (SSE) to measure TTFT/ITL")] = False,
     name: Annotated[str, typer.Option(help="run name (results/<timestamp>-<name>/)")] = "default",
     prompts: Annotated[str, typer.Option("--prompts", help="built-in prompt set")] = "default",
     prompts_file: Annotated[Path | None, typer.Option(help="JSONL/CSV prompt file")] = None,
@@ -83,8 +85,8 @@ def run_cmd(
         else:
             if via_router and (backend or config):
                 raise ValueError("--via-router conflicts with --backend/--config: the router owns the backends")
-            if router_backend and not via_router:
-                raise ValueError("--router-backend needs --via-router")
+            if (router_backend or router_stream) and not via_router:
+                raise ValueError("--router-backend/--router-stream need --via-router")
             specs = [parse_backend_flag(b) for b in backend or []]
             ref = reference
             if not specs and not config and not via_router:
@@ -93,7 +95,7 @@ def run_cmd(
                 if concurrency is None and rate is None:
                     concurrency = "1,4"  # the embedded default also plots throughput vs concurrency
             settings = RunSettings(
-                name=name, targets=specs, via_router=via_router, router_backends=router_backend or [],
+                name=name, targets=specs, via_router=via_router, router_backends=router_backend or [], router_stream=router_stream,
                 config_path=str(config) if config else None, prompt_set=prompts,
                 prompts_file=str(prompts_file) if prompts_file else None, n=n, duration_s=duration, seed=seed,
                 max_tokens=max_tokens, temperature=temperature, top_p=top_p, concurrency=concurrency, rate=rate,

@@ -17,6 +17,7 @@ class RunSettings(BaseModel):
     targets: list[dict[str, Any]] = Field(default_factory=list)  # backend specs for create_backend
     via_router: str | None = None
     router_backends: list[str] = Field(default_factory=list)  # per-request `backend` hints
+    router_stream: bool = False  # use the router's /generate_stream (SSE) for TTFT/ITL
     config_path: str | None = None
     prompt_set: str = "default"
     prompts_file: str | None = None

@@ -52,7 +52,7 @@ class RouterTarget:
     """The router over HTTP: POST /generate with one prompt; records the X-Backend header."""
 
     def __init__(self, url: str, *, hint: str | None = None, timeout_s: float = 60.0,
-                 max_connections: int = 256) -> None:
+                 max_connections: int = 256, stream: bool = False) -> None:
         self.url = url.rstrip("/")
         scheme = self.url.split("://", 1)[0]
         if scheme not in _transports():
@@ -64,13 +64,20 @@ class RouterTarget:
         self.supports_loglikelihood = True
         self.start_error: str | None = None
         self._t: Any = None
+        self.stream = stream  # POST /generate_stream (SSE) for TTFT/ITL through the router
+        self._sse: httpx.AsyncClient | None = None
 
     async def start(self) -> None:
         self._t = _transports()[self.url.split("://", 1)[0]](self.url, self.timeout_s, self.max_connections)
+        if self.stream:
+            self._sse = httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(self.timeout_s, connect=5.0),
+                                          limits=httpx.Limits(max_connections=self.max_connections))
 
     async def close(self) -> None:
         if self._t is not None:
             await self._t.aclose()
+        if self._sse is not None:
+            await self._sse.aclose()
 
     async def generate(self, item: RequestItem, rec: RequestRecord) -> None:
         from hrm.schemas import ErrorBody, GenerateRequest, GenerateResponse
@@ -81,6 +88,9 @@ class RouterTarget:
                                top_p=p.top_p, seed=p.seed, stop=list(p.stop) or None, backend=self.hint)
         data = body.model_dump_json(exclude_none=True).encode()
         rec.max_tokens = p.max_tokens
+        if self._sse is not None:
+            await self._generate_stream(data, rec)
+            return
         rec.t_sent = time.perf_counter()
         try:
             status, headers, content = await asyncio.wait_for(self._t.post("/generate", data), self.timeout_s)
@@ -108,6 +118,55 @@ class RouterTarget:
             rec.error_class, _ = classify_error(e)
             rec.error = f"{type(e).__name__}: {e}"[:500]
         finish_record(rec)
+
+    async def _generate_stream(self, data: bytes, rec: RequestRecord) -> None:
+        """SSE from /generate_stream: `token` events {text}, one `done` event, or an `error` event."""
+        assert self._sse is not None
+        rec.streamed = True
+        rec.t_sent = time.perf_counter()
+        try:
+            await asyncio.wait_for(self._read_sse(data, rec), self.timeout_s)
+        except Exception as e:  # noqa: BLE001
+            rec.error_class, _ = classify_error(e, streaming=True)
+            rec.error = f"{type(e).__name__}: {e}"[:500]
+        rec.t_end = time.perf_counter()
+        finish_record(rec)
+
+    async def _read_sse(self, data: bytes, rec: RequestRecord) -> None:
+        assert self._sse is not None
+        parts: list[str] = []
+        async with self._sse.stream("POST", "/generate_stream", content=data,
+                                    headers={"content-type": "application/json"}) as resp:
+            rec.served_by, rec.http_status = resp.headers.get("x-backend"), resp.status_code
+            if resp.status_code >= 400:
+                rec.error_class = f"http_{resp.status_code}"
+                rec.error = (await resp.aread())[:500].decode("utf-8", "replace")
+                return
+            event: str | None = None
+            async for line in resp.aiter_lines():
+                if line.startswith("event:"):
+                    event = line[6:].strip()
+                elif line.startswith("data:"):
+                    payload, now = json.loads(line[5:].strip()), time.perf_counter()
+                    if event == "token" and payload.get("text"):
+                        parts.append(payload["text"])
+                        rec.chunk_times.append(now)
+                        rec.t_first_token = rec.t_first_token or now
+                    elif event == "done":
+                        rec.finish_reason = payload.get("finish_reason")
+                        rec.served_by = rec.served_by or payload.get("backend")
+                        usage = payload.get("usage") or {}
+                        if usage:
+                            rec.prompt_tokens = usage.get("prompt_tokens")
+                            rec.completion_tokens = usage.get("completion_tokens")
+                            rec.token_count_source = "server"
+                    elif event == "error":
+                        rec.error_class = "stream_error"
+                        rec.error = str(payload.get("error", payload))[:500]
+                elif not line:
+                    event = None
+        rec.t_end = time.perf_counter()
+        rec.text = "".join(parts)
 
     async def loglikelihood(self, prompts: list[str], continuations: list[str]) -> list[float]:
         assert self._t is not None, "start() first"

@@ -87,6 +87,9 @@ def test_run_through_a_live_router(tmp_path: Path, hrm_tiny: Path, llama_tiny: P
               "--max-tokens", "12", "--repeats", "1", "--warmup", "1", "--quiet", "--results-dir", str(tmp_path / "p")])
         _run(["run", "--via-router", url, "--n", "6", "--max-tokens", "12", "--repeats", "1", "--warmup", "0",
               "--quiet", "--no-cross-score", "--results-dir", str(tmp_path / "s")])
+        _run(["run", "--via-router", url, "--router-backend", "hrm", "--router-stream", "--n", "6", "--max-tokens",
+              "12", "--repeats", "1", "--warmup", "0", "--quiet", "--no-cross-score",
+              "--results-dir", str(tmp_path / "sse")])
     (d,) = list((tmp_path / "p").iterdir())
     recs = [r for r in _records(d) if r["type"] == "generate" and not r["warmup"]]
     assert {(r["target"], r["served_by"]) for r in recs} == {("router/hrm", "hrm"), ("router/llama", "llama")}
@@ -99,5 +102,12 @@ def test_run_through_a_live_router(tmp_path: Path, hrm_tiny: Path, llama_tiny: P
     (d2,) = list((tmp_path / "s").iterdir())
     served = {r["served_by"] for r in _records(d2) if r["type"] == "generate"}
     assert served <= {"hrm", "llama"} and served
+    (d3,) = list((tmp_path / "sse").iterdir())
+    sse = {r["request_id"]: r for r in _records(d3) if r["type"] == "generate"}
+    plain = {r["request_id"]: r for r in recs if r["target"] == "router/hrm"}
+    assert all(r["streamed"] and r["error_class"] is None and r["served_by"] == "hrm" for r in sse.values())
+    assert {k: r["text"] for k, r in sse.items()} == {k: r["text"] for k, r in plain.items()}  # greedy
+    m3 = json.loads((d3 / "summary.json").read_text())["metrics"]["router/hrm"]["c=1"]
+    assert m3["mean_ttft_ms"] is not None and m3["mean_ttft_ms"] <= m3["mean_e2el_ms"]
     s2 = json.loads((d2 / "summary.json").read_text())
     assert set(s2["metrics_by_served_backend"]) == {f"router@{b}" for b in served}
