@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import AsyncIterator
 
 from backends.base import BackendSettings, register
-from backends.errors import BackendRejected, BackendUnavailable
+from backends.errors import BackendProtocolError, BackendRejected, BackendUnavailable
 from backends.types import (
     BackendInfo,
     Capabilities,
@@ -29,6 +29,8 @@ class FakeSettings(BackendSettings):
     fail_every: int = 0  # every Nth request raises BackendUnavailable(503)
     reject_word: str = ""  # prompts containing it get a 400
     streaming: bool = True
+    break_stream: bool = False  # raise BackendProtocolError after the first chunk
+    no_final: bool = False  # end the stream without a final event
 
 
 def fake_text(prompt: str, tokens: int, variant: str = "") -> list[str]:
@@ -99,7 +101,10 @@ class FakeBackend:
             if i:
                 await asyncio.sleep(self.settings.delay_ms / 1e3)
             yield StreamEvent(text=piece)
-        yield StreamEvent(text="", final=c)
+            if self.settings.break_stream:
+                raise BackendProtocolError(self.name, "stream cut")
+        if not self.settings.no_final:
+            yield StreamEvent(text="", final=c)
 
     async def loglikelihood(self, prompts: list[str], continuations: list[str]) -> list[LoglikelihoodResult]:
         out = []

@@ -93,6 +93,24 @@ def test_disagreeing_backend_and_error_classes(tmp_path: Path) -> None:
     assert man["config"]["text"] == cfg.read_text() and len(man["config"]["sha256"]) == 64
 
 
+def test_every_error_class_is_recorded(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[backends]]\nname = "slow"\nkind = "fake"\nttft_ms = 500\n'
+                   '[[backends]]\nname = "empty"\nkind = "fake"\ntokens = 0\n'
+                   '[[backends]]\nname = "cut"\nkind = "fake"\nbreak_stream = true\n'
+                   '[[backends]]\nname = "nofinal"\nkind = "fake"\nno_final = true\n'
+                   '[[backends]]\nname = "picky"\nkind = "fake"\nreject_word = " "\nstreaming = false\n')
+    code, out = _run(["run", "--config", str(cfg), "--n", "3", "--repeats", "1", "--warmup", "0", "--quiet",
+                      "--timeout", "0.1", "--no-cross-score", "--prompts", "free", "--results-dir", str(tmp_path / "r")])
+    assert code == 0, out
+    m = json.loads((_only_run_dir(tmp_path / "r") / "summary.json").read_text())["metrics"]
+    assert m["slow"]["c=1"]["errors_by_class"] == {"timeout": 3}
+    assert m["empty"]["c=1"]["errors_by_class"] == {"empty_output": 3}
+    assert m["cut"]["c=1"]["errors_by_class"] == {"stream_error": 3}
+    assert m["nofinal"]["c=1"]["errors_by_class"] == {"truncated_output": 3}
+    assert m["picky"]["c=1"]["errors_by_class"] == {"http_400": 3}  # non-streaming path
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
