@@ -31,6 +31,9 @@ class FakeSettings(BackendSettings):
     streaming: bool = True
     break_stream: bool = False  # raise BackendProtocolError after the first chunk
     no_final: bool = False  # end the stream without a final event
+    no_counts: bool = False  # report neither completion_tokens nor token_ids
+    tokenizer_id: str | None = None
+    count_offset: int = 0  # add to completion_tokens (to provoke a count mismatch)
 
 
 def fake_text(prompt: str, tokens: int, variant: str = "") -> list[str]:
@@ -63,7 +66,7 @@ class FakeBackend:
 
     async def info(self) -> BackendInfo:
         caps = Capabilities(loglikelihood=True, streaming=self.settings.streaming, batch_prompts=True,
-                            max_context=512, tokenizer_id=None)
+                            max_context=512, tokenizer_id=self.settings.tokenizer_id)
         return BackendInfo(self.name, "fake", "fake-model", caps)
 
     def _check(self, prompt: str) -> None:
@@ -79,7 +82,10 @@ class FakeBackend:
     def _completion(self, prompt: str, params: SamplingParams) -> Completion:
         n = min(self.settings.tokens, params.max_tokens)
         toks = fake_text(prompt, n, self.settings.variant)
-        return Completion(text="".join(toks), prompt_tokens=len(prompt.split()), completion_tokens=n,
+        if self.settings.no_counts:
+            return Completion(text="".join(toks), prompt_tokens=None, completion_tokens=None, finish_reason="eos")
+        return Completion(text="".join(toks), prompt_tokens=len(prompt.split()),
+                          completion_tokens=n + self.settings.count_offset,
                           finish_reason="length" if n == params.max_tokens else "eos",
                           token_ids=[int(t.removeprefix(" t"), 16) for t in toks])
 

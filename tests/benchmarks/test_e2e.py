@@ -50,6 +50,22 @@ def test_same_seed_same_hash_and_same_greedy_outputs(tmp_path: Path, hrm_tiny: P
     assert all(s["metrics"][t]["c=1"]["failed"] == 0 for t in ("hrm", "hf-hrm", "llama"))
 
 
+def test_token_counts_fall_back_to_the_backend_tokenizer_and_mismatches_are_flagged(
+        tmp_path: Path, hrm_tiny: Path) -> None:
+    import tests.benchmarks.fakes  # noqa: F401 - registers kind "fake"
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[[backends]]\nname = "tok"\nkind = "fake"\nno_counts = true\ntokenizer_id = "{hrm_tiny}"\n'
+                   '[[backends]]\nname = "off"\nkind = "fake"\ncount_offset = 1\n')
+    _run(["run", "--config", str(cfg), "--n", "3", "--repeats", "1", "--warmup", "0", "--quiet", "--no-cross-score",
+          "--results-dir", str(tmp_path / "r")])
+    (d,) = list((tmp_path / "r").iterdir())
+    m = json.loads((d / "summary.json").read_text())["metrics"]
+    assert m["tok"]["c=1"]["token_count_sources"] == {"tokenizer": 3}
+    assert m["tok"]["c=1"]["total_output_tokens"] > 0
+    assert m["off"]["c=1"]["token_count_mismatches"] == 3
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
