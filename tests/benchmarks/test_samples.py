@@ -121,6 +121,37 @@ def test_training_rows_have_answer_only_labels(tokenizer_dir: Path) -> None:
         assert labels[0] == IGNORE and "=" not in tok.decode(answer)
 
 
+def test_training_is_deterministic_per_seed(tokenizer_dir: Path) -> None:
+    import dataclasses
+
+    import torch
+    from transformers import AutoTokenizer
+
+    from benchmarks.samples.data import DataConfig, build_training_data
+    from benchmarks.samples.train import default_specs, train_model
+
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    data = build_training_data(tok, DataConfig(examples_per_task=20, free_text=10, seed=0))
+    spec = dataclasses.replace(default_specs()["hrm-tiny"], steps=3, batch_size=8, warmup=1)
+    first, second = (train_model(spec, tok, data, seed=5).state_dict() for _ in range(2))
+    other = train_model(spec, tok, data, seed=6).state_dict()
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    assert not all(torch.equal(first[k], other[k]) for k in first)
+
+
+def test_unknown_model_kind_is_a_clear_error(tokenizer_dir: Path) -> None:
+    import dataclasses
+
+    from transformers import AutoTokenizer
+
+    from benchmarks.samples.train import build_model, default_specs
+
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    spec = dataclasses.replace(default_specs()["llama-tiny"], kind="gpt9")
+    with pytest.raises(ValueError, match="unknown model kind 'gpt9'.*hrm_text"):
+        build_model(spec, tok, seed=0)
+
+
 # --- build safety ----------------------------------------------------------------------
 
 
