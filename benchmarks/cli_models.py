@@ -46,7 +46,8 @@ def list_models(models_dir: ModelsDirOpt = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from benchmarks.samples.prepare import MODEL_NAMES, is_complete, models_dir as default_dir, read_metadata
+    from benchmarks.samples.prepare import MODEL_NAMES, is_complete, read_metadata
+    from benchmarks.samples.prepare import models_dir as default_dir
 
     root = models_dir if models_dir is not None else default_dir()
     table = Table(title=f"sample models in {root}")
@@ -78,14 +79,17 @@ def eval_models(
     from rich.table import Table
 
     from benchmarks.samples.evaluation import EVAL_SEED, evaluate
-    from benchmarks.samples.prepare import MODEL_NAMES, is_complete, models_dir as default_dir
+    from benchmarks.samples.prepare import MODEL_NAMES, is_complete
+    from benchmarks.samples.prepare import models_dir as default_dir
     from benchmarks.samples.tasks import TASKS
 
     root = models_dir if models_dir is not None else default_dir()
     console = Console()
     missing = [name for name in MODEL_NAMES if not is_complete(root / name)]
     if missing:
-        console.print(f"[red]missing model(s) {', '.join(missing)} in {root}; run `abtest models prepare`[/red]")
+        console.print(
+            f"[red]missing model(s) {', '.join(missing)} in {root}; run `abtest models prepare`[/red]"
+        )
         raise typer.Exit(code=1)
     table = Table(title=f"held-out accuracy ({n} prompts per task)")
     table.add_column("model")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedTokenizerFast
 
-__all__ = ["DataConfig", "TrainingData", "tokenizer_corpus", "build_training_data"]
+__all__ = ["DataConfig", "TrainingData", "build_training_data", "tokenizer_corpus"]
 
 IGNORE = -100
 
@@ -77,8 +77,7 @@ def build_training_data(tokenizer: PreTrainedTokenizerFast, cfg: DataConfig) -> 
     for (prompt_text, _), p_ids, a_ids in zip(pairs, prompts, answers, strict=True):
         ids = list(p_ids) + list(a_ids) + [eos]
         n_masked = len(p_ids) if prompt_text else 1  # free text: only BOS is not predicted
-        labels = [IGNORE] * n_masked + ids[n_masked:]
-        rows.append((ids, labels))
+        rows.append((ids, [IGNORE] * n_masked + ids[n_masked:]))
     width = max(len(ids) for ids, _ in rows)
     input_ids = torch.full((len(rows), width), tokenizer.pad_token_id, dtype=torch.long)
     labels = torch.full((len(rows), width), IGNORE, dtype=torch.long)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from benchmarks.samples.tasks import TASKS, TaskExample, score, task_examples
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
-__all__ = ["EVAL_SEED", "generate_greedy", "accuracy", "evaluate"]
+__all__ = ["EVAL_SEED", "accuracy", "evaluate", "generate_greedy"]
 
 EVAL_SEED = 1234
 
@@ -34,7 +34,7 @@ def generate_greedy(
             chunk = list(prompts[start : start + batch_size])
             enc = tokenizer(chunk, return_tensors="pt", padding=True)
             with torch.inference_mode():
-                gen = model.generate(
+                gen = cast(Any, model).generate(
                     **enc,
                     max_new_tokens=max_new_tokens,
                     do_sample=False,
@@ -68,7 +68,7 @@ def evaluate(
 
     torch.set_num_threads(2)
     names = tuple(tasks) if tasks is not None else TASKS
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    tokenizer: Any = AutoTokenizer.from_pretrained(str(model_dir))
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
     model.eval()
     examples = [ex for task in names for ex in task_examples(n, seed, [task])]

@@ -19,24 +19,27 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.samples.evaluation import evaluate
 
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
 __all__ = [
-    "MODEL_NAMES",
     "METADATA_FILE",
+    "MODEL_NAMES",
     "REQUIRED_FILES",
-    "models_dir",
-    "is_complete",
-    "read_metadata",
-    "ensure_models",
     "build_models",
+    "ensure_models",
     "evaluate",
+    "is_complete",
+    "models_dir",
+    "read_metadata",
 ]
 
 MODEL_NAMES: tuple[str, ...] = ("hrm-tiny", "llama-tiny")
@@ -93,9 +96,7 @@ def _install(tmp: Path, final: Path) -> None:
         os.replace(tmp, final)
 
 
-def build_models(
-    names: Sequence[str], root: Path, seed: int = 0, progress: bool = True
-) -> dict[str, Path]:
+def build_models(names: Sequence[str], root: Path, seed: int = 0, progress: bool = True) -> dict[str, Path]:
     """Train ``names`` and install them under ``root`` (no lock, no presence check)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -130,7 +131,7 @@ def build_models(
                 tokenizer,
                 data,
                 seed=seed,
-                progress=lambda step, _total, loss, task=task: bar.update(task, completed=step, loss=loss),
+                progress=_bar_updater(bar, task),
             )
             train_seconds = time.perf_counter() - t1
             tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{name}-", dir=root))
@@ -154,6 +155,13 @@ def build_models(
                 shutil.rmtree(tmp, ignore_errors=True)
             built[name] = root / name
     return built
+
+
+def _bar_updater(bar: Progress, task: TaskID) -> Callable[[int, int, float], None]:
+    def update(step: int, _total: int, loss: float) -> None:
+        bar.update(task, completed=step, loss=loss)
+
+    return update
 
 
 def ensure_models(

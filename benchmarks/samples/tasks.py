@@ -35,17 +35,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
-    "TASKS",
     "HELDOUT_BUCKETS",
+    "TASKS",
     "Split",
     "TaskExample",
+    "free_text_prompts",
+    "free_text_sentences",
     "is_heldout",
     "make_example",
-    "task_examples",
-    "free_text_sentences",
-    "free_text_prompts",
     "normalize_completion",
     "score",
+    "task_examples",
 ]
 
 TASKS: tuple[str, ...] = ("add", "copy", "reverse", "sort")

@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
 
-__all__ = ["PAD", "BOS", "EOS", "VOCAB_SIZE", "train_tokenizer", "save_tokenizer"]
+__all__ = ["BOS", "EOS", "PAD", "VOCAB_SIZE", "save_tokenizer", "train_tokenizer"]
 
 PAD, BOS, EOS = "<pad>", "<s>", "</s>"
 VOCAB_SIZE = 384
 # Joins the messages of a chat request into one prompt (the sample models are not chat models).
 _CHAT_TEMPLATE = (
-    "{% for message in messages %}{{ message['content'] }}"
-    "{% if not loop.last %}\n{% endif %}{% endfor %}"
+    "{% for message in messages %}{{ message['content'] }}{% if not loop.last %}\n{% endif %}{% endfor %}"
 )
 
 

@@ -21,7 +21,7 @@ from benchmarks.samples.data import TrainingData
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
-__all__ = ["ModelSpec", "default_specs", "build_model", "train_model", "save_model"]
+__all__ = ["ModelSpec", "build_model", "default_specs", "save_model", "train_model"]
 
 ProgressFn = Callable[[int, int, float], None]  # (step, total_steps, loss)
 

@@ -85,7 +85,12 @@ def test_tokenizer_round_trip_bos_and_digits(tokenizer_dir: Path) -> None:
 
     tok = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     assert (tok.pad_token_id, tok.bos_token_id, tok.eos_token_id) == (0, 1, 2)
-    for text in ["add: 3 + 5 =", "reverse: k d m a = a m d k", "the cat sees a red ball.", "héllo wörld ✓ 1234"]:
+    for text in [
+        "add: 3 + 5 =",
+        "reverse: k d m a = a m d k",
+        "the cat sees a red ball.",
+        "héllo wörld ✓ 1234",
+    ]:
         ids = tok(text)["input_ids"]
         assert ids[0] == tok.bos_token_id and tok.eos_token_id not in ids
         assert tok.decode(ids, skip_special_tokens=True) == text
