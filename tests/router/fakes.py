@@ -1,4 +1,4 @@
-"""A controllable in-test backend kind ("fake") and a loopback server helper for router tests."""
+"""A controllable in-test backend kind ("router_fake") and a loopback server helper for router tests."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ Failure = Literal["unavailable", "timeout", "reject", "crash", "overloaded"]
 
 
 class FakeSettings(BackendSettings):
-    kind: Literal["fake"] = "fake"
+    kind: Literal["router_fake"] = "router_fake"
     latency_s: float = 0.0
     fail: Failure | None = None
     fail_times: int = -1  # -1: always (when fail is set)
@@ -37,7 +37,7 @@ class FakeSettings(BackendSettings):
     chunks: int = 3
 
 
-@register("fake", FakeSettings)
+@register("router_fake", FakeSettings)
 class FakeBackend:
     """Echoes `{name}:{prompt}`; fails or sleeps as configured (mutable at runtime)."""
 
@@ -73,7 +73,7 @@ class FakeBackend:
     async def info(self) -> BackendInfo:
         caps = Capabilities(loglikelihood=True, streaming=True, batch_prompts=True, max_context=512,
                             tokenizer_id="fake")
-        return BackendInfo(name=self.name, kind="fake", model="fake", capabilities=caps)
+        return BackendInfo(name=self.name, kind="router_fake", model="fake", capabilities=caps)
 
     async def _enter(self, prompts: list[str], params: SamplingParams | None) -> None:
         self.calls += 1
@@ -147,7 +147,7 @@ class FakeFactory:
 
 
 def make_config(backends: list[dict[str, Any]] | None = None, **router: Any) -> RouterConfig:
-    specs = backends or [{"name": "a", "kind": "fake"}, {"name": "b", "kind": "fake"}]
+    specs = backends or [{"name": "a", "kind": "router_fake"}, {"name": "b", "kind": "router_fake"}]
     router.setdefault("health_interval_s", 30.0)
     return config_from_dict({"backends": specs, "router": router})
 

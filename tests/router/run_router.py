@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import tests.router.fakes  # noqa: F401  (registers the "fake" kind)
+import tests.router.fakes  # noqa: F401  (registers the "router_fake" kind)
 from router.serve import run_router
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 YAML = """
 backends:
-  - {name: a, kind: fake}
-  - {name: b, kind: fake}
+  - {name: a, kind: router_fake}
+  - {name: b, kind: router_fake}
 router:
   split: {a: 3, b: 1}
   max_queue: 10
@@ -28,7 +28,7 @@ def test_example_config_loads() -> None:
 
 
 def test_yaml_and_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tests.router.fakes  # noqa: F401  (registers "fake")
+    import tests.router.fakes  # noqa: F401  (registers "router_fake")
 
     p = tmp_path / "r.yaml"
     p.write_text(YAML)
@@ -44,12 +44,12 @@ def test_errors_name_the_field(tmp_path: Path) -> None:
     import tests.router.fakes  # noqa: F401
 
     p = tmp_path / "r.toml"
-    p.write_text('[[backends]]\nname = "a"\nkind = "fake"\n[router]\nsplit = { a = 1, ghost = 1 }\n')
+    p.write_text('[[backends]]\nname = "a"\nkind = "router_fake"\n[router]\nsplit = { a = 1, ghost = 1 }\n')
     with pytest.raises(ValidationError, match="router.split: unknown backend 'ghost'"):
         load_router_config(p)
-    p.write_text('[[backends]]\nname = "a"\nkind = "fake"\n[router]\nmax_queue = -1\n')
+    p.write_text('[[backends]]\nname = "a"\nkind = "router_fake"\n[router]\nmax_queue = -1\n')
     with pytest.raises(ValidationError, match="max_queue"):
         load_router_config(p)
-    p.write_text('[[backends]]\nname = "a"\nkind = "fake"\n[router]\npolicy = "nope"\n')
+    p.write_text('[[backends]]\nname = "a"\nkind = "router_fake"\n[router]\npolicy = "nope"\n')
     with pytest.raises(ValidationError, match="router.policy: unknown policy 'nope'; valid: round_robin, weighted"):
         load_router_config(p)

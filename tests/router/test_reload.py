@@ -14,12 +14,12 @@ from tests.router.fakes import FakeFactory, serve_app
 CONFIG = """
 [[backends]]
 name = "a"
-kind = "fake"
+kind = "router_fake"
 latency_s = {latency}
 
 [[backends]]
 name = "b"
-kind = "fake"
+kind = "router_fake"
 
 [router]
 split = {{ a = {wa}, b = {wb} }}

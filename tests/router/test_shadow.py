@@ -8,8 +8,8 @@ from pathlib import Path
 
 from tests.router.conftest import live_router
 
-SPECS = [{"name": "a", "kind": "fake"}, {"name": "b", "kind": "fake", "reply": "{prompt}"},
-         {"name": "s", "kind": "fake", "reply": "{prompt}"}]
+SPECS = [{"name": "a", "kind": "router_fake"}, {"name": "b", "kind": "router_fake", "reply": "{prompt}"},
+         {"name": "s", "kind": "router_fake", "reply": "{prompt}"}]
 
 
 def _wait_lines(path: Path, n: int, timeout: float = 5.0) -> list[dict]:

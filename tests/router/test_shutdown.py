@@ -18,12 +18,12 @@ REPO = Path(__file__).resolve().parents[2]
 CONFIG = """
 [[backends]]
 name = "a"
-kind = "fake"
+kind = "router_fake"
 latency_s = 1.0
 
 [[backends]]
 name = "b"
-kind = "fake"
+kind = "router_fake"
 
 [router]
 split = {{ a = {wa}, b = {wb} }}
