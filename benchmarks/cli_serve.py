@@ -26,8 +26,12 @@ def serve_router(
     Precedence: these flags > env ABTEST_* > the router section of the file."""
     from router.serve import run_router
 
-    run_router(config, host=host, port=port, workers=workers, log_level=log_level,
-               cli={"enable_cors": enable_cors, "cors_origins": cors_origins})
+    try:
+        run_router(config, host=host, port=port, workers=workers, log_level=log_level,
+                   cli={"enable_cors": enable_cors, "cors_origins": cors_origins})
+    except ValueError as exc:  # bad config file (ConfigError, pydantic ValidationError)
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 @app.command("hrm")
