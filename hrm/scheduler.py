@@ -72,13 +72,15 @@ class Scheduler:
             if seq.append(tok, lp, now)
         ]
         result = StepResult(finished=[self.running[r] for r in done_rows])
-        for row in sorted(done_rows, reverse=True):
-            last = len(self.running) - 1
-            if row == last:
-                self.running.pop()
-            else:
-                self.running[row] = self.running.pop()
-                result.moves.append((last, row))
+        if done_rows:
+            keep = len(self.running) - len(done_rows)
+            done = set(done_rows)
+            holes = sorted(r for r in done if r < keep)
+            movers = [r for r in range(keep, len(self.running)) if r not in done]
+            for src, dst in zip(movers, holes, strict=True):
+                self.running[dst] = self.running[src]
+                result.moves.append((src, dst))
+            del self.running[keep:]
         return result
 
     def abort(self, seq: Sequence) -> bool:

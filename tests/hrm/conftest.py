@@ -106,3 +106,11 @@ def hf_prefix(tiny_prefix: Path):
     from transformers import HrmTextForCausalLM
 
     return HrmTextForCausalLM.from_pretrained(str(tiny_prefix), dtype=torch.float32).eval()
+
+
+@pytest.fixture(scope="session")
+def sample_engine(hrm_tiny: Path):
+    """The trained sample model (shared `hrm_tiny` fixture): sensible text, emits EOS."""
+    from hrm.engine import HrmEngine
+
+    return HrmEngine.from_pretrained(hrm_tiny, device="cpu", dtype="float32")
