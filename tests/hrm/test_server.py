@@ -109,3 +109,25 @@ def test_module_print_config_and_dry_run(hrm_tiny: Path) -> None:
                           "--device", "cpu"], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1])["model"] == hrm_tiny.name
+
+
+def test_queue_full_is_429_with_retry_after(hrm_tiny: Path) -> None:
+    import asyncio
+
+    from hrm.engine import HrmEngine
+
+    engine = HrmEngine.from_pretrained(hrm_tiny, device="cpu", max_batch_size=1, max_tokens_cap=64)
+    app = create_server_app(ServerConfig(model_path=str(hrm_tiny), max_new_tokens=64, max_queue=1), engine=engine)
+    with serve_app(app) as url:
+        async def burst() -> list[httpx.Response]:
+            async with httpx.AsyncClient(base_url=url, timeout=60) as c:
+                while (await c.get("/readyz")).status_code != 200:
+                    await asyncio.sleep(0.05)
+                body = {"prompts": ["Once upon a time"], "max_tokens": 64, "temperature": 0.0}
+                return list(await asyncio.gather(*(c.post("/generate", json=body) for _ in range(8))))
+
+        responses = asyncio.run(burst())
+    codes = [r.status_code for r in responses]
+    assert 200 in codes and 429 in codes and set(codes) <= {200, 429}, codes
+    rejected = next(r for r in responses if r.status_code == 429)
+    assert int(rejected.headers["retry-after"]) >= 1 and rejected.json()["error"]["type"] == "overloaded"
