@@ -17,6 +17,7 @@ import dataclasses
 import json
 import logging
 import os
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -267,7 +268,7 @@ def run(cfg: ServerConfig, *, dry_run: bool = False, print_config: bool = False)
         print(json.dumps(dataclasses.asdict(cfg), indent=2))
         return 0
     if not cfg.model_path:
-        print("error: --model-path (or AIOS_MODEL_PATH) is required")
+        print("error: --model-path (or AIOS_MODEL_PATH) is required", file=sys.stderr)
         return 2
     logging.basicConfig(level=cfg.log_level.upper(), format="%(message)s")
     if dry_run:
