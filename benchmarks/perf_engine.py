@@ -70,8 +70,12 @@ def _time_hf(model: Any, tok: Any, prompts: list[str], new_tokens: int) -> float
     t0 = time.perf_counter()
     with torch.inference_mode():
         out = model.generate(
-            **enc, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
-            pad_token_id=tok.pad_token_id, eos_token_id=None,
+            **enc,
+            max_new_tokens=new_tokens,
+            min_new_tokens=new_tokens,
+            do_sample=False,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=None,
         )
     dt = time.perf_counter() - t0
     return (out.shape[1] - enc["input_ids"].shape[1]) * len(prompts) / dt
@@ -112,8 +116,18 @@ def _rss_probe(model: Path, batch: int, new_tokens: int) -> None:
 
 
 def _peak_rss(model: Path, batch: int, new_tokens: int) -> dict[str, float]:
-    cmd = [sys.executable, "-m", "benchmarks.perf_engine", "--model", str(model), "--rss-probe",
-           "--new-tokens", str(new_tokens), "--rss-batch", str(batch)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.perf_engine",
+        "--model",
+        str(model),
+        "--rss-probe",
+        "--new-tokens",
+        str(new_tokens),
+        "--rss-batch",
+        str(batch),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
     return dict(json.loads(out))
 
@@ -127,7 +141,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.threads:
         torch.set_num_threads(args.threads)
     model_dir = _resolve_model(Path(args.model))
-    engine = HrmEngine.from_pretrained(model_dir, device="cpu", dtype="float32", max_batch_size=max(args.batches))
+    engine = HrmEngine.from_pretrained(
+        model_dir, device="cpu", dtype="float32", max_batch_size=max(args.batches)
+    )
     hf = HrmTextForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).eval()
     tok = AutoTokenizer.from_pretrained(str(model_dir), padding_side="left")
     if tok.pad_token is None:
@@ -141,19 +157,33 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for b in args.batches:
             samples[b]["ours"].append(_time_ours(engine, prompts[:b], args.new_tokens))
             samples[b]["hf"].append(_time_hf(hf, tok, prompts[:b], args.new_tokens))
-    report: dict[str, Any] = {"model": str(model_dir), "new_tokens": args.new_tokens, "repeats": args.repeats,
-                              "threads": torch.get_num_threads(), "static": {}}
+    report: dict[str, Any] = {
+        "model": str(model_dir),
+        "new_tokens": args.new_tokens,
+        "repeats": args.repeats,
+        "threads": torch.get_num_threads(),
+        "static": {},
+    }
     print(f"{'batch':>5} {'ours tok/s':>11} {'hf tok/s':>10} {'ratio':>6}")
     for b in args.batches:
         ours, ref = statistics.median(samples[b]["ours"]), statistics.median(samples[b]["hf"])
         report["static"][str(b)] = {"ours_tok_s": ours, "hf_tok_s": ref, "ratio": ours / ref}
         print(f"{b:>5} {ours:>11.0f} {ref:>10.0f} {ours / ref:>6.2f}")
-    cb = [asyncio.run(_continuous(engine, prompts[: args.concurrent], args.new_tokens)) for _ in range(args.repeats)]
+    cb = [
+        asyncio.run(_continuous(engine, prompts[: args.concurrent], args.new_tokens))
+        for _ in range(args.repeats)
+    ]
     single, agg = statistics.median(c[0] for c in cb), statistics.median(c[1] for c in cb)
-    report["continuous"] = {"concurrent": args.concurrent, "single_tok_s": single, "aggregate_tok_s": agg,
-                            "ratio": agg / single}
-    print(f"continuous batching: 1 stream {single:.0f} tok/s, {args.concurrent} concurrent {agg:.0f} tok/s "
-          f"aggregate, ratio {agg / single:.2f}")
+    report["continuous"] = {
+        "concurrent": args.concurrent,
+        "single_tok_s": single,
+        "aggregate_tok_s": agg,
+        "ratio": agg / single,
+    }
+    print(
+        f"continuous batching: 1 stream {single:.0f} tok/s, {args.concurrent} concurrent {agg:.0f} tok/s "
+        f"aggregate, ratio {agg / single:.2f}"
+    )
     if not args.skip_rss:
         report["rss"] = _peak_rss(model_dir, 32, args.new_tokens)
         print(f"peak RSS at batch 32: {report['rss']['peak_rss_mb']:.0f} MB")
@@ -167,7 +197,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batches", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32])
     ap.add_argument("--concurrent", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=1, help="torch threads for both engines (0 = torch default)")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch threads for both engines (0 = torch default)"
+    )
     ap.add_argument("--json", dest="json_out", default=None, help="also write the figures to this file")
     ap.add_argument("--skip-rss", action="store_true")
     ap.add_argument("--rss-probe", action="store_true", help=argparse.SUPPRESS)

@@ -148,8 +148,9 @@ class AsyncHrmEngine:
     def stream(self, prompt: str, params: SamplingParams) -> AsyncIterator[TokenChunk]:
         """Validate and enqueue now (errors raise here); iterate for chunks, the last has `.final`."""
         loop = asyncio.get_running_loop()
-        req = _Request(seq=self.engine.make_sequence(prompt, params, incremental=True), loop=loop,
-                       chunks=asyncio.Queue())
+        req = _Request(
+            seq=self.engine.make_sequence(prompt, params, incremental=True), loop=loop, chunks=asyncio.Queue()
+        )
         req.seq.on_token = lambda _seq, delta: req.text.append(delta)
         self._submit(req)
         return self._drain(req)

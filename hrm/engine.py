@@ -10,7 +10,8 @@ from __future__ import annotations
 import itertools
 import random
 import threading
-from collections.abc import Callable, Sequence as Seq
+from collections.abc import Callable
+from collections.abc import Sequence as Seq
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,11 @@ class HrmEngine:
             eos.add(int(tokenizer.eos_token_id))
         self.eos_ids = frozenset(eos)
         self._fallback_ctx = next(
-            (t for t in (getattr(tokenizer, "bos_token_id", None), cfg.bos_token_id, *sorted(eos)) if t is not None),
+            (
+                t
+                for t in (getattr(tokenizer, "bos_token_id", None), cfg.bos_token_id, *sorted(eos))
+                if t is not None
+            ),
             0,
         )
         pad = cfg.pad_token_id if cfg.pad_token_id is not None else 0
@@ -201,7 +206,9 @@ class HrmEngine:
                 self.runner.release_cache()
 
     # -- public API ---------------------------------------------------------------------
-    def generate(self, prompts: list[str], params: SamplingParams | Seq[SamplingParams]) -> list[CompletionOutput]:
+    def generate(
+        self, prompts: list[str], params: SamplingParams | Seq[SamplingParams]
+    ) -> list[CompletionOutput]:
         if not prompts:
             raise InvalidRequestError("prompts must be a non-empty list", field="prompts")
         plist = [params] * len(prompts) if isinstance(params, SamplingParams) else list(params)

@@ -26,7 +26,7 @@ from torch import Tensor
 from hrm.config import HrmConfig
 from hrm.model import AttnContext, HrmForCausalLM, KVCache
 
-__all__ = ["LayerWeights", "Weights", "rms", "hidden_states", "logits"]
+__all__ = ["LayerWeights", "Weights", "hidden_states", "logits", "rms"]
 
 
 class LayerWeights(NamedTuple):
@@ -55,15 +55,29 @@ class Weights:
             out = []
             for layer in mod.layers:  # type: ignore[union-attr]
                 a, m = layer.attn, layer.mlp
-                out.append(LayerWeights(
-                    a.gqkv_proj.weight, a.gqkv_proj.bias, a.o_proj.weight.t(), a.o_proj.bias,
-                    m.gate_up_proj.weight, m.gate_up_proj.bias, m.down_proj.weight.t(), m.down_proj.bias,
-                ))
+                out.append(
+                    LayerWeights(
+                        a.gqkv_proj.weight,
+                        a.gqkv_proj.bias,
+                        a.o_proj.weight.t(),
+                        a.o_proj.bias,
+                        m.gate_up_proj.weight,
+                        m.gate_up_proj.bias,
+                        m.down_proj.weight.t(),
+                        m.down_proj.bias,
+                    )
+                )
             return out
 
         bb = model.model
-        return cls(model.cfg, bb.embed_tokens.weight, bb.z_L_init, model.lm_head.weight,
-                   stack(bb.L_module), stack(bb.H_module))
+        return cls(
+            model.cfg,
+            bb.embed_tokens.weight,
+            bb.z_L_init,
+            model.lm_head.weight,
+            stack(bb.L_module),
+            stack(bb.H_module),
+        )
 
 
 def rms(x: Tensor, eps: float) -> Tensor:
@@ -104,7 +118,7 @@ def layer(x: Tensor, w: LayerWeights, ctx: AttnContext, slot: KVCache | None, cf
 def stack(x: Tensor, ws: list[LayerWeights], ctx: AttnContext, slot_base: int, cfg: HrmConfig) -> Tensor:
     slots = ctx.cache.slots if ctx.cache is not None else None
     for i, w in enumerate(ws):
-        x = layer(x, w, ctx, slots[slot_base + i] if slots is not None else None, cfg)  # type: ignore[arg-type]
+        x = layer(x, w, ctx, slots[slot_base + i] if slots is not None else None, cfg)
     return rms(x, cfg.rms_norm_eps)
 
 

@@ -14,7 +14,7 @@ from hrm.config import HrmConfig
 from hrm.errors import CheckpointError
 from hrm.model import HrmForCausalLM
 
-__all__ = ["resolve_device", "resolve_dtype", "load_state_dict", "load_model", "DEVICE_ENV_VARS"]
+__all__ = ["DEVICE_ENV_VARS", "load_model", "load_state_dict", "resolve_device", "resolve_dtype"]
 
 DEVICE_ENV_VARS = ("ABTEST_DEVICE", "AIOS_DEVICE")
 _DTYPES = {
@@ -82,7 +82,9 @@ def load_state_dict(path: Path) -> tuple[dict[str, torch.Tensor], str]:
         with safe_open(str(f), framework="pt") as handle:
             for key in handle.keys():  # noqa: SIM118 - safe_open is not a dict
                 tensors[key] = handle.get_tensor(key)
-    where = str(files[0]) if len(files) == 1 else f"{path / 'model.safetensors.index.json'} ({len(files)} shards)"
+    where = (
+        str(files[0]) if len(files) == 1 else f"{path / 'model.safetensors.index.json'} ({len(files)} shards)"
+    )
     return tensors, where
 
 
@@ -102,8 +104,11 @@ def load_model(path: str | Path, device: torch.device, dtype: torch.dtype) -> Hr
     if missing or unexpected:
         raise CheckpointError(f"{where}: missing keys {missing}; unexpected keys {unexpected}")
     shapes = model.state_dict()
-    bad = [f"{k}: file {tuple(t.shape)} vs model {tuple(shapes[k].shape)}" for k, t in tensors.items()
-           if tuple(t.shape) != tuple(shapes[k].shape)]
+    bad = [
+        f"{k}: file {tuple(t.shape)} vs model {tuple(shapes[k].shape)}"
+        for k, t in tensors.items()
+        if tuple(t.shape) != tuple(shapes[k].shape)
+    ]
     if bad:
         raise CheckpointError(f"{where}: shape mismatch: {bad}")
     model.load_state_dict({k: t.to(dtype) for k, t in tensors.items()}, strict=True, assign=True)

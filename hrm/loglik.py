@@ -30,7 +30,7 @@ from hrm.errors import InvalidRequestError
 from hrm.params import LoglikelihoodOutput
 from hrm.runner import ModelRunner
 
-__all__ = ["ScoreItem", "split_whitespace", "encode_pair", "score_batch"]
+__all__ = ["ScoreItem", "encode_pair", "score_batch", "split_whitespace"]
 
 Encode = Callable[[str, bool], list[int]]  # (text, add_special_tokens) -> ids
 
@@ -74,7 +74,9 @@ def score_batch(runner: ModelRunner, items: list[ScoreItem], prefix_lm: bool) ->
     """Score one batch of (context, continuation) pairs in a single forward."""
     seqs = [(it.ctx_ids + it.cont_ids)[:-1] for it in items]  # last token is only a target
     states = runner.full_hidden(seqs, [len(it.ctx_ids) for it in items] if prefix_lm else None)
-    rows, cols, targets = [], [], []
+    rows: list[int] = []
+    cols: list[int] = []
+    targets: list[int] = []
     for r, it in enumerate(items):
         start = len(it.ctx_ids) - 1
         rows += [r] * len(it.cont_ids)
@@ -90,7 +92,10 @@ def score_batch(runner: ModelRunner, items: list[ScoreItem], prefix_lm: bool) ->
     for it in items:
         n = len(it.cont_ids)
         lps = tok_lp[i : i + n]
-        out.append(LoglikelihoodOutput(ll=float(sum(lps)), token_logprobs=lps, is_greedy=all(greedy[i : i + n]),
-                                       num_tokens=n))
+        out.append(
+            LoglikelihoodOutput(
+                ll=float(sum(lps)), token_logprobs=lps, is_greedy=all(greedy[i : i + n]), num_tokens=n
+            )
+        )
         i += n
     return out

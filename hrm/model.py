@@ -15,13 +15,18 @@ from torch import Tensor, nn
 
 from hrm.config import HrmConfig
 
-__all__ = ["HrmForCausalLM", "KVCache", "HrmKVCache", "AttnContext", "rope_table"]
+__all__ = ["AttnContext", "HrmForCausalLM", "HrmKVCache", "KVCache", "rope_table"]
 
 
 class KVCache(nn.Module):
     """One preallocated cache slot: k and v of shape (rows, heads, seq, head_dim)."""
 
-    def __init__(self, rows: int, heads: int, seq: int, head_dim: int, dtype: torch.dtype, device: torch.device):
+    k_cache: Tensor
+    v_cache: Tensor
+
+    def __init__(
+        self, rows: int, heads: int, seq: int, head_dim: int, dtype: torch.dtype, device: torch.device
+    ):
         super().__init__()
         shape = (rows, heads, seq, head_dim)
         self.register_buffer("k_cache", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
@@ -37,15 +42,14 @@ class KVCache(nn.Module):
         return self.k_cache[rows, :, : ctx.kv_len], self.v_cache[rows, :, : ctx.kv_len]
 
 
-class HrmKVCache(nn.Module):
+class HrmKVCache:
     """All slots (one per recurrence step x layer); grows on demand, keeping contents."""
 
     def __init__(self, cfg: HrmConfig, rows: int, seq: int, dtype: torch.dtype, device: torch.device):
-        super().__init__()
         self._spec = (cfg.num_attention_heads, int(cfg.head_dim or 0), dtype, device)
         self.num_slots = cfg.num_slots
         self.rows, self.seq = rows, seq
-        self.slots = nn.ModuleList([self._new_slot(rows, seq) for _ in range(cfg.num_slots)])
+        self.slots: list[KVCache] = [self._new_slot(rows, seq) for _ in range(cfg.num_slots)]
 
     def _new_slot(self, rows: int, seq: int) -> KVCache:
         heads, head_dim, dtype, device = self._spec
@@ -88,7 +92,9 @@ class AttnContext:
     kv_len: int = 0  # keys attended: [0, kv_len)
 
 
-def rope_table(cfg: HrmConfig, length: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
+def rope_table(
+    cfg: HrmConfig, length: int, dtype: torch.dtype, device: torch.device
+) -> tuple[Tensor, Tensor]:
     """cos and sign-folded sin (length, head_dim), computed in fp32 as transformers does, then cast.
 
     transformers: `x*cos + rotate_half(x)*sin` with `rotate_half(x) = cat(-x2, x1)`. Here

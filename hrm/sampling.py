@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["splitmix64", "uniforms", "sample_tokens", "token_logprobs"]
+__all__ = ["sample_tokens", "splitmix64", "token_logprobs", "uniforms"]
 
 _GOLDEN = 0x9E3779B97F4A7C15
 _MUL1 = 0xBF58476D1CE4E5B9

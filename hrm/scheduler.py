@@ -13,9 +13,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from hrm.sequence import Sequence, SeqStatus
+from hrm.sequence import SeqStatus, Sequence
 
-__all__ = ["Batch", "StepResult", "Scheduler"]
+__all__ = ["Batch", "Scheduler", "StepResult"]
 
 
 @dataclass
@@ -50,7 +50,8 @@ class Scheduler:
 
     def schedule(self) -> Batch:
         if self.can_admit():
-            row0, admitted, longest = len(self.running), [], 0
+            row0, longest = len(self.running), 0
+            admitted: list[Sequence] = []
             while self.waiting and len(self.running) + len(admitted) < self.max_batch_size:
                 nxt = self.waiting[0]
                 longest_if = max(longest, nxt.prompt_len)

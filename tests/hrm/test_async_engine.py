@@ -33,7 +33,9 @@ async def test_seeded_request_same_under_continuous_batching(engine, aengine):
     params = SamplingParams(max_tokens=20, temperature=1.0, top_p=0.95, seed=77)
     alone = engine.generate(["hello world"], params)[0]
     others = [SamplingParams(max_tokens=5 + 3 * i, temperature=0.9, seed=i) for i in range(16)]
-    tasks = [asyncio.create_task(aengine.generate(f"the quick brown fox {i}", p)) for i, p in enumerate(others[:8])]
+    tasks = [
+        asyncio.create_task(aengine.generate(f"the quick brown fox {i}", p)) for i, p in enumerate(others[:8])
+    ]
     await asyncio.sleep(0.01)  # let the first wave start decoding, then join mid-flight
     target = asyncio.create_task(aengine.generate("hello world", params))
     tasks += [asyncio.create_task(aengine.generate(f"sort: {i} 1 ->", p)) for i, p in enumerate(others[8:])]
@@ -44,8 +46,9 @@ async def test_seeded_request_same_under_continuous_batching(engine, aengine):
 
 
 async def test_requests_join_a_running_batch(engine, aengine):
-    long = asyncio.create_task(aengine.generate("hello", SamplingParams(max_tokens=60, temperature=0.0,
-                                                                       ignore_eos=True)))
+    long = asyncio.create_task(
+        aengine.generate("hello", SamplingParams(max_tokens=60, temperature=0.0, ignore_eos=True))
+    )
     while aengine.num_running == 0:
         await asyncio.sleep(0.001)
     short = await aengine.generate("world", SamplingParams(max_tokens=2, temperature=0.0, ignore_eos=True))
@@ -103,7 +106,10 @@ async def test_queue_full_raises(engine):
 
 async def test_async_loglikelihood_equals_sync(engine, aengine):
     sync = engine.loglikelihood(["hello"], [" world"])
-    res, gen = await asyncio.gather(aengine.loglikelihood(["hello"], [" world"]), aengine.generate("x", GREEDY))
+    res, gen = await asyncio.gather(
+        aengine.loglikelihood(["hello"], [" world"]), aengine.generate("x", GREEDY)
+    )
+    assert len(gen.token_ids) == 12  # scoring ran between decode steps of a live request
     assert res[0].ll == pytest.approx(sync[0].ll, abs=1e-6)
     with pytest.raises(InvalidRequestError):
         await aengine.loglikelihood(["a"], [""])

@@ -7,7 +7,10 @@ import torch
 
 from hrm.params import SamplingParams
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
 
 
 @pytest.mark.parametrize(("dtype", "tol"), [("float32", 1e-4), ("bfloat16", 0.1)])
@@ -42,8 +45,9 @@ def test_cuda_generate_and_incremental_decode(tiny_causal, dtype):
     assert all(len(o.token_ids) == 10 for o in batch)
     if dtype == "float32":
         cpu = HrmEngine.from_pretrained(tiny_causal, device="cpu", dtype="float32")
-        assert [o.token_ids for o in batch] == [o.token_ids for o in cpu.generate(
-            ["hello world", "the quick brown fox", "a"], greedy)]
+        assert [o.token_ids for o in batch] == [
+            o.token_ids for o in cpu.generate(["hello world", "the quick brown fox", "a"], greedy)
+        ]
     seeded = SamplingParams(max_tokens=10, temperature=1.0, seed=5)
     alone = eng.generate(["hello"], seeded)[0]
     assert eng.generate(["x", "hello", "yy"], [greedy, seeded, greedy])[1].token_ids == alone.token_ids

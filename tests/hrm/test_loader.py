@@ -36,7 +36,10 @@ def test_sharded_checkpoint_loads_identically(tiny_causal, engine, tmp_path):
         weight_map.update({k: fname for k in ks})
     (d / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     sharded = HrmEngine.from_pretrained(d, device="cpu", dtype="float32")
-    assert sharded.generate(["hello world"], GREEDY)[0].token_ids == engine.generate(["hello world"], GREEDY)[0].token_ids
+    assert (
+        sharded.generate(["hello world"], GREEDY)[0].token_ids
+        == engine.generate(["hello world"], GREEDY)[0].token_ids
+    )
 
 
 def test_missing_and_unexpected_keys_are_named(tiny_causal, tmp_path):
@@ -72,19 +75,36 @@ def test_missing_files_raise_checkpoint_error(tmp_path):
 
 
 def test_config_derives_fields():
-    cfg = HrmConfig.from_dict({
-        "model_type": "hrm_text", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 16,
-        "num_attention_heads": 2, "num_hidden_layers": 3, "H_cycles": 2, "L_cycles": 2,
-        "initializer_range": 0.05, "eos_token_id": [2, 5],
-    })
+    cfg = HrmConfig.from_dict(
+        {
+            "model_type": "hrm_text",
+            "vocab_size": 10,
+            "hidden_size": 8,
+            "intermediate_size": 16,
+            "num_attention_heads": 2,
+            "num_hidden_layers": 3,
+            "H_cycles": 2,
+            "L_cycles": 2,
+            "initializer_range": 0.05,
+            "eos_token_id": [2, 5],
+        }
+    )
     assert cfg.num_layers_per_stack == 3  # legacy: num_hidden_layers is per stack
     assert cfg.num_slots == 3 * 2 * 3
     assert cfg.head_dim == 4 and cfg.embedding_scale == pytest.approx(20.0)
     assert cfg.eos_token_ids == (2, 5)
     assert cfg.slot_base(1, 2) == (1 * 3 + 2) * 3
     with pytest.raises(CheckpointError, match="rope_type"):
-        HrmConfig.from_dict({"vocab_size": 1, "hidden_size": 1, "intermediate_size": 1, "num_attention_heads": 1,
-                             "num_hidden_layers": 1, "rope_parameters": {"rope_type": "yarn"}})
+        HrmConfig.from_dict(
+            {
+                "vocab_size": 1,
+                "hidden_size": 1,
+                "intermediate_size": 1,
+                "num_attention_heads": 1,
+                "num_hidden_layers": 1,
+                "rope_parameters": {"rope_type": "yarn"},
+            }
+        )
     with pytest.raises(CheckpointError, match="missing required"):
         HrmConfig.from_dict({"model_type": "hrm_text"})
 
@@ -110,8 +130,14 @@ def test_device_and_dtype_resolution(monkeypatch):
     assert resolve_device(None) == torch.device("cpu")
     with pytest.raises(ValueError, match="tpu"):
         resolve_device("tpu")
-    cfg = HrmConfig(vocab_size=4, hidden_size=4, intermediate_size=4, num_attention_heads=1, num_layers_per_stack=1,
-                    torch_dtype="bfloat16")
+    cfg = HrmConfig(
+        vocab_size=4,
+        hidden_size=4,
+        intermediate_size=4,
+        num_attention_heads=1,
+        num_layers_per_stack=1,
+        torch_dtype="bfloat16",
+    )
     assert resolve_dtype("auto", cfg, torch.device("cpu")) == torch.float32
     assert resolve_dtype("bf16", cfg, torch.device("cpu")) == torch.bfloat16
     with pytest.raises(ValueError, match="dtype"):

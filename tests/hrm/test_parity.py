@@ -49,7 +49,9 @@ def test_incremental_decode_equals_full_recompute(engine, prefix_engine, prefix)
     with torch.inference_mode():
         runner.ensure_cache(4, 32)
         last = runner.prefill([rows[0][: lens[0]], rows[1][: lens[1]]], 0, prefix)
-        full = [runner.logits(runner.full_hidden([r], [n] if prefix else None))[0] for r, n in zip(rows, lens)]
+        full = [
+            runner.logits(runner.full_hidden([r], [n] if prefix else None))[0] for r, n in zip(rows, lens)
+        ]
         assert (last[0] - full[0][lens[0] - 1]).abs().max() <= TOL
         assert (last[1] - full[1][lens[1] - 1]).abs().max() <= TOL
         pos = torch.tensor(lens)
@@ -67,10 +69,15 @@ def _hf_greedy(hf, tok, prompt: str, n: int, prefix: bool = False) -> list[int]:
     kwargs = {"token_type_ids": torch.ones_like(enc["input_ids"])} if prefix else {}
     with torch.inference_mode():
         out = hf.generate(
-            input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], max_new_tokens=n, do_sample=False,
-            pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, **kwargs,
+            input_ids=enc["input_ids"],
+            attention_mask=enc["attention_mask"],
+            max_new_tokens=n,
+            do_sample=False,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+            **kwargs,
         )
-    return out[0, enc["input_ids"].shape[1]:].tolist()
+    return out[0, enc["input_ids"].shape[1] :].tolist()
 
 
 PROMPTS = ["hello world", "the quick brown fox", "copy: abc ->", "sort: 3 1 2 ->", "héllo ✓"]
@@ -86,7 +93,9 @@ def test_greedy_equals_transformers_generate_random_model(engine, hf_causal):
 def test_greedy_equals_transformers_generate_prefix_lm(prefix_engine, hf_prefix):
     outs = prefix_engine.generate(PROMPTS[:3], SamplingParams(max_tokens=10, temperature=0.0))
     for prompt, out in zip(PROMPTS[:3], outs):
-        assert out.token_ids == _hf_greedy(hf_prefix, prefix_engine.tokenizer, prompt, 10, prefix=True), prompt
+        assert out.token_ids == _hf_greedy(hf_prefix, prefix_engine.tokenizer, prompt, 10, prefix=True), (
+            prompt
+        )
 
 
 def test_greedy_equals_transformers_generate_sample_model(hrm_tiny, sample_engine):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hrm.params import SamplingParams
 from hrm.scheduler import Scheduler
-from hrm.sequence import Sequence, SeqStatus
+from hrm.sequence import SeqStatus, Sequence
 
 
 class _Tok:
@@ -16,8 +16,15 @@ class _Tok:
 
 
 def _seq(i: int, max_tokens: int = 3, plen: int = 2) -> Sequence:
-    return Sequence(seq_id=i, prompt_ids=[1] * plen, params=SamplingParams(max_tokens=max_tokens), max_tokens=max_tokens,
-                    seed=i, eos_ids=frozenset({2}), tokenizer=_Tok())
+    return Sequence(
+        seq_id=i,
+        prompt_ids=[1] * plen,
+        params=SamplingParams(max_tokens=max_tokens),
+        max_tokens=max_tokens,
+        seed=i,
+        eos_ids=frozenset({2}),
+        tokenizer=_Tok(),
+    )
 
 
 def test_scheduler_module_never_imports_torch():

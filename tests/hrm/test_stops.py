@@ -45,7 +45,9 @@ def test_stop_string_truncates_at_earliest_match(engine):
     full = _first_text(engine, "hello world")
     assert len(full) > 6
     stop = full[3:5]
-    out = engine.generate(["hello world"], SamplingParams(max_tokens=24, temperature=0.0, stop=(stop, "\x00zz")))[0]
+    out = engine.generate(
+        ["hello world"], SamplingParams(max_tokens=24, temperature=0.0, stop=(stop, "\x00zz"))
+    )[0]
     assert out.finish_reason == "stop"
     assert out.text == full[: full.index(stop)]
     assert stop not in out.text
