@@ -80,6 +80,7 @@ class AsyncHrmEngine:
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._queued = 0  # requests in the inbox (guarded by _wake)
 
     # -- lifecycle --------------------------------------------------------------------
     async def start(self) -> None:
@@ -107,6 +108,7 @@ class AsyncHrmEngine:
         with self._wake:
             items = list(self._inbox)
             self._inbox.clear()
+            self._queued = 0
         for item in items:
             if isinstance(item, _Request):
                 self._active[item.seq.seq_id] = item
@@ -118,7 +120,8 @@ class AsyncHrmEngine:
 
     @property
     def queue_depth(self) -> int:
-        return sum(isinstance(x, _Request) for x in list(self._inbox)) + len(self.engine.scheduler.waiting)
+        """Requests accepted but not yet running (inbox + scheduler waiting list)."""
+        return self._queued + len(self.engine.scheduler.waiting)
 
     @property
     def num_running(self) -> int:
@@ -126,11 +129,13 @@ class AsyncHrmEngine:
 
     # -- requests ---------------------------------------------------------------------
     def _submit(self, item: _Request | _Job) -> None:
-        if self._thread is None:
-            raise HrmError("AsyncHrmEngine is not started")
-        if isinstance(item, _Request) and self.queue_depth >= self.max_queue:
-            raise QueueFullError(f"request queue is full ({self.max_queue} waiting)")
+        if self._thread is None or self._stopping:
+            raise HrmError("AsyncHrmEngine is not running")
         with self._wake:
+            if isinstance(item, _Request):
+                if self.queue_depth >= self.max_queue:
+                    raise QueueFullError(f"request queue is full ({self.max_queue} waiting)")
+                self._queued += 1
             self._inbox.append(item)
             self._wake.notify()
 
@@ -186,11 +191,13 @@ class AsyncHrmEngine:
                     return
                 items = list(self._inbox)
                 self._inbox.clear()
+                for item in items:
+                    if isinstance(item, _Request):
+                        self._queued -= 1
+                        self._active[item.seq.seq_id] = item
+                        sched.add(item.seq)
             for item in items:
-                if isinstance(item, _Request):
-                    self._active[item.seq.seq_id] = item
-                    sched.add(item.seq)
-                else:
+                if isinstance(item, _Job):
                     item.run()
             if sched.has_work():
                 try:

@@ -136,3 +136,15 @@ async def test_abandoned_stream_frees_its_row(engine, aengine):
             break
         await asyncio.sleep(0.005)
     assert not engine.scheduler.has_work()
+
+
+async def test_not_started_or_stopped_engine_refuses(engine):
+    from hrm.errors import HrmError
+
+    a = AsyncHrmEngine(engine)
+    with pytest.raises(HrmError, match="not running"):
+        await a.generate("hi", GREEDY)
+    await a.start()
+    await a.stop()
+    with pytest.raises(HrmError, match="not running"):
+        await a.generate("hi", GREEDY)

@@ -121,3 +121,16 @@ def test_batched_greedy_equals_single(engine):
     batched = engine.generate(PROMPTS, params)
     for prompt, out in zip(PROMPTS, batched):
         assert engine.generate([prompt], params)[0].token_ids == out.token_ids
+
+
+def test_more_prompts_than_max_batch_size(engine):
+    from hrm.engine import HrmEngine
+
+    small = HrmEngine(engine.model, engine.tokenizer, max_batch_size=3)
+    prompts = [f"{p} {i}" for i, p in enumerate(PROMPTS * 2)]
+    params = [SamplingParams(max_tokens=4 + i, temperature=0.0 if i % 2 else 0.9, seed=i) for i in range(10)]
+    outs = small.generate(prompts, params)
+    assert small.runner.cache is not None and small.runner.cache.rows <= 3
+    ref = engine.generate(prompts, params)
+    assert [o.token_ids for o in outs] == [o.token_ids for o in ref]
+    assert [len(o.token_ids) for o in outs] == [4 + i for i in range(10)] or any(o.finish_reason == "eos" for o in outs)
