@@ -87,8 +87,7 @@ class NullServer:
             self.proc.wait(timeout=10)
 
 
-async def _harness(url: str, rate: float, n: int, seed: int, sink_dir: Path | None,
-                   spin_s: float) -> dict[str, Any]:
+async def _harness(url: str, rate: float, n: int, seed: int, sink_dir: Path | None) -> dict[str, Any]:
     from benchmarks.load.openloop import dispatch
     from benchmarks.load.poisson import PoissonArrivals
     from benchmarks.outputs.jsonl import RecordSink
@@ -119,7 +118,7 @@ async def _harness(url: str, rate: float, n: int, seed: int, sink_dir: Path | No
         recs.clear()
         gc.freeze()
         t0, cpu0 = time.perf_counter(), time.process_time()
-        await dispatch(items, profile.offsets(n) or [], send, spin_s)
+        await dispatch(items, profile.offsets(n) or [], send)
         elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     finally:
         await target.close()
@@ -135,18 +134,15 @@ async def _harness(url: str, rate: float, n: int, seed: int, sink_dir: Path | No
         "lag_p50_ms": float(np.percentile(lag, 50)), "lag_p99_ms": float(np.percentile(lag, 99)),
         "lag_max_ms": float(lag.max()), "e2e_p50_ms": float(np.percentile(e2e, 50)) if e2e.size else None,
         "e2e_p99_ms": float(np.percentile(e2e, 99)) if e2e.size else None, "fsync_sink": sink_dir is not None,
-        "client_cpu_us_per_request": cpu / n * 1e6, "spin_ms": spin_s * 1000, "loadavg_1m": os.getloadavg()[0],
+        "client_cpu_us_per_request": cpu / n * 1e6, "loadavg_1m": os.getloadavg()[0],
     }
 
 
 def run_harness(url: str, *, rate: float = 1000.0, duration_s: float = 10.0, seed: int = 0,
-                sink: bool = True, spin_ms: float | None = None) -> dict[str, Any]:
-    from benchmarks.load.openloop import SPIN_S
-
+                sink: bool = True) -> dict[str, Any]:
     n = max(2, int(rate * duration_s))
-    spin = SPIN_S if spin_ms is None else spin_ms / 1000
     with tempfile.TemporaryDirectory() as tmp:
-        return asyncio.run(_harness(url, rate, n, seed, Path(tmp) if sink else None, spin))
+        return asyncio.run(_harness(url, rate, n, seed, Path(tmp) if sink else None))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,7 +153,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-sink", action="store_true", help="do not append+fsync records (isolates the client)")
-    ap.add_argument("--spin-ms", type=float, default=None, help="yield-spin window before each send")
     ap.add_argument("--max-lag-p99-ms", type=float, default=2.0)
     ap.add_argument("--min-rate", type=float, default=1000.0)
     args = ap.parse_args(argv)
@@ -165,8 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(_serve(args.port))
         return 0
     with NullServer() as srv:
-        res = run_harness(srv.url, rate=args.rate, duration_s=args.duration, seed=args.seed, sink=not args.no_sink,
-                          spin_ms=args.spin_ms)
+        res = run_harness(srv.url, rate=args.rate, duration_s=args.duration, seed=args.seed, sink=not args.no_sink)
     res["cpu_count"] = os.cpu_count()
     res["pass"] = (res["errors"] == 0 and res["lag_p99_ms"] <= args.max_lag_p99_ms
                    and res["achieved_completion_rate"] >= args.min_rate * 0.97)
