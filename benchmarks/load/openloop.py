@@ -12,7 +12,7 @@ import asyncio
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -63,8 +63,16 @@ async def dispatch(items: Sequence[RequestItem], offsets: list[float], send: Sen
             while i < n and dues[i] <= now:
                 batch.append(i)
                 i += 1
-            loop.call_soon_threadsafe(fire, batch)
-        loop.call_soon_threadsafe(_finish)
+            if not _post(fire, batch):
+                return
+        _post(_finish)
+
+    def _post(fn: Callable[..., None], *args: object) -> bool:
+        try:
+            loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the loop closed under us (cancelled run, Ctrl-C)
+            return False
+        return True
 
     old = sys.getswitchinterval()
     sys.setswitchinterval(min(old, _SWITCH_INTERVAL_S))
