@@ -52,6 +52,7 @@ def register(kind: str, settings_cls: type[BackendSettings]) -> Callable[[type],
 
 def _load_builtin_kinds() -> None:
     # Importing the modules runs their @register decorators.
+    import backends.abtest
     import backends.hf
     import backends.hrm
     import backends.tgi

@@ -87,6 +87,6 @@ def test_unparseable_and_missing_files(tmp_path: Path) -> None:
 
 
 def test_unknown_kind_lists_valid_kinds() -> None:
-    with pytest.raises(ValueError, match="valid kinds: hf, hrm, tgi, vllm"):
+    with pytest.raises(ValueError, match="valid kinds: abtest, hf, hrm, tgi, vllm"):
         create_backend({"name": "a", "kind": "triton"})
-    assert kinds() == ["hf", "hrm", "tgi", "vllm"]
+    assert kinds() == ["abtest", "hf", "hrm", "tgi", "vllm"]
