@@ -72,7 +72,8 @@ async def test_open_loop_sends_on_an_absolute_schedule() -> None:
     await lv.run(_items(40), offs, send)
     elapsed = time.perf_counter() - t0
     assert elapsed < offs[-1] + 0.05 + 0.2
-    assert max(lags) < 0.02
+    # a closed loop would be ~50 ms late by the 2nd request and seconds late by the last
+    assert float(np.median(lags)) < 0.005 and sorted(lags)[-3] < 0.04
 
 
 def test_blocks_interleave_abba_and_random() -> None:
