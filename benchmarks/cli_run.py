@@ -19,6 +19,16 @@ def _fail(msg: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _flag_errors(e: Exception) -> str:
+    """A pydantic ValidationError of RunSettings as `--flag: message` lines; other errors as is."""
+    from pydantic import ValidationError
+
+    if not isinstance(e, ValidationError) or e.title != "RunSettings":
+        return str(e)
+    return "; ".join(f"--{'.'.join(str(x) for x in err['loc']).replace('_', '-')}: {err['msg']}"
+                     for err in e.errors())
+
+
 def _default_targets(models_dir: Path | None) -> tuple[list[dict[str, Any]], str]:
     """The embedded default: our engine and HF on hrm-tiny (reference), HF on llama-tiny (baseline)."""
     from benchmarks.samples.prepare import ensure_models
@@ -106,7 +116,7 @@ def run_cmd(
             p = bench.prepare(settings)
             run_dir = bench.start_run(p)
     except ValueError as e:  # includes pydantic ValidationError and PromptFileError
-        raise _fail(str(e)) from None
+        raise _fail(_flag_errors(e)) from None
     console.print(f"run dir: {run_dir}  (request list sha256 {p.request_list.sha256[:16]}...)")
     try:
         if quiet:

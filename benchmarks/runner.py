@@ -115,6 +115,7 @@ class Runner:
         finally:
             for t in self.targets.values():
                 await t.close()
+            gc.unfreeze()
 
     async def _warmup(self) -> None:
         warm = self.request_list.warmup

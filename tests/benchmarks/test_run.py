@@ -139,6 +139,9 @@ def test_unreachable_url_is_recorded_and_others_still_run(tmp_path: Path) -> Non
     (["--backend", "a=fake:x", "--slo", "ttft=fast"], "--slo"),
     (["--backend", "a=fake:x", "--backend", "a=fake:y"], "unique"),
     (["--backend", "a=fake:x", "--order", "zigzag"], "order"),
+    (["--backend", "a=fake:x", "--max-tokens", "0"], "--max-tokens: Input should be greater than or equal to 1"),
+    (["--backend", "a=fake:x", "--top-p", "2"], "--top-p: Input should be less than or equal to 1"),
+    (["--backend", "a=fake:x", "--prompts", "nope"], "unknown prompt set 'nope'"),
 ])
 def test_bad_input_clear_error_no_run_dir(tmp_path: Path, args: list[str], needle: str) -> None:
     code, out = _run(["run", *args, "--quiet", "--results-dir", str(tmp_path / "r")])
