@@ -107,6 +107,11 @@ def render_html(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
                 ["target", "items", "MC accuracy", "mean |Δll| vs ref", "Spearman", "argmax agree"],
                 [[t, str(e["n_items"]), fmt(e.get("mc_accuracy")), fmt(e.get("ll_mean_abs_delta")),
                   fmt(e.get("ll_spearman")), fmt(e.get("argmax_agreement"))] for t, e in ll.items()])]
+    cs = ag.get("cross_scoring", {}) if ag else {}
+    if cs:
+        sources = sorted({src for v in cs.values() for src in v})
+        parts += ["<h2>Cross-scoring (mean log-likelihood of the source's outputs under the scorer)</h2>",
+                  _table(["scorer", *sources], [[t, *[fmt(v.get(src)) for src in sources]] for t, v in cs.items()])]
     parts.append("<h2>Definitions</h2><ul>")
     parts += [f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in summary["definitions"].items()]
     parts.append("</ul></body></html>")
