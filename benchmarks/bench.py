@@ -164,8 +164,13 @@ def start_run(p: Prepared, command: list[str] | None = None) -> Path:
     return run_dir
 
 
+_SECRET_FIELDS = frozenset({"api_key", "token", "password", "secret", "authorization"})
+
+
 def _public_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    return {k: ("***" if any(w in k.lower() for w in ("key", "token", "secret")) else v) for k, v in spec.items()}
+    """Specs as stored in the manifest (and used by --resume). Backends take secrets by reference
+    (`api_key_env`, `api_key_file`), so only literal secret fields are masked."""
+    return {k: ("***" if k.lower() in _SECRET_FIELDS else v) for k, v in spec.items()}
 
 
 def execute(run_dir: Path, p: Prepared, progress: Progress | None = None) -> None:

@@ -22,6 +22,8 @@ __all__ = ["FakeBackend", "FakeSettings", "fake_text"]
 
 class FakeSettings(BackendSettings):
     model: str = ""
+    max_tokens_cap: int = 1024  # mirrors a real field; must survive the manifest for --resume
+    api_key_env: str | None = None
     delay_ms: float = 2.0  # per token
     ttft_ms: float = 3.0
     tokens: int = 6

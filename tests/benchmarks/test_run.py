@@ -214,7 +214,8 @@ def test_resume_after_kill(tmp_path: Path, sig: signal.Signals) -> None:
     args = ["run", "--backend", "a=fake:x", "--backend", "b=fake:x", "--n", "16", "--warmup", "0", "--quiet",
             "--results-dir", str(tmp_path)]
     slow = ["--config", str(tmp_path / "slow.toml")]
-    (tmp_path / "slow.toml").write_text('[[backends]]\nname = "s"\nkind = "fake"\ndelay_ms = 20\n')
+    (tmp_path / "slow.toml").write_text('[[backends]]\nname = "s"\nkind = "fake"\ndelay_ms = 20\n'
+                                        'max_tokens_cap = 64\napi_key_env = "NOT_A_SECRET"\n')
     proc = _spawn(args + slow, {})
     time.sleep(0.2)
     d = None
