@@ -56,8 +56,11 @@ def compare_outputs(ref: dict[str, dict[str, Any]], other: dict[str, dict[str, A
     common = sorted(set(ref) & set(other))
     per = {rid: pair_stats(ref[rid], other[rid]) for rid in common}
     ps = list(per.values())
-    div = [p["first_divergence_token"] if p["first_divergence_token"] is not None else p["first_divergence_char"]
-           for p in ps if not p["exact_text"]]
+    div = [
+        p["first_divergence_token"] if p["first_divergence_token"] is not None else p["first_divergence_char"]
+        for p in ps
+        if not p["exact_text"]
+    ]
     return {
         "n_pairs": len(common),
         "exact_match_rate": _rate([p["exact_text"] for p in ps]),
@@ -81,14 +84,20 @@ def task_score(task: str | None, prompt: str, output: str, reference: str) -> fl
 def _outputs(records: list[dict[str, Any]], level: str, repeat: int) -> dict[str, dict[str, dict[str, Any]]]:
     out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in records:
-        if (r.get("type") == "generate" and not r.get("warmup") and r["level"] == level
-                and r["repeat"] == repeat and r.get("error_class") is None):
+        if (
+            r.get("type") == "generate"
+            and not r.get("warmup")
+            and r["level"] == level
+            and r["repeat"] == repeat
+            and r.get("error_class") is None
+        ):
             out[r["target"]][r["request_id"]] = r
     return out
 
 
-def _ll_agreement(records: list[dict[str, Any]], reference: str,
-                  answers: dict[str, int | None]) -> dict[str, Any]:
+def _ll_agreement(
+    records: list[dict[str, Any]], reference: str, answers: dict[str, int | None]
+) -> dict[str, Any]:
     from scipy.stats import spearmanr
 
     by_t: dict[str, dict[str, list[float]]] = defaultdict(dict)
@@ -101,7 +110,9 @@ def _ll_agreement(records: list[dict[str, Any]], reference: str,
         entry: dict[str, Any] = {"n_items": len(lls)}
         scored = [rid for rid in lls if answers.get(rid) is not None]
         if scored:
-            entry["mc_accuracy"] = float(np.mean([int(np.argmax(lls[rid])) == answers[rid] for rid in scored]))
+            entry["mc_accuracy"] = float(
+                np.mean([int(np.argmax(lls[rid])) == answers[rid] for rid in scored])
+            )
         common = sorted(set(lls) & set(ref))
         if t != reference and common:
             a = np.concatenate([ref[rid] for rid in common])
@@ -109,7 +120,9 @@ def _ll_agreement(records: list[dict[str, Any]], reference: str,
             entry["ll_mean_abs_delta"] = float(np.mean(np.abs(a - b)))
             rho = spearmanr(a, b).statistic if len(a) > 1 else float("nan")
             entry["ll_spearman"] = None if np.isnan(rho) else float(rho)
-            entry["argmax_agreement"] = float(np.mean([np.argmax(ref[r]) == np.argmax(lls[r]) for r in common]))
+            entry["argmax_agreement"] = float(
+                np.mean([np.argmax(ref[r]) == np.argmax(lls[r]) for r in common])
+            )
         out[t] = entry
     return out
 
@@ -126,9 +139,14 @@ def _cross_scores(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return dict(out)
 
 
-def agreement_report(records: list[dict[str, Any]], reference: str, level: str,
-                     items: dict[str, dict[str, Any]], answers: dict[str, int | None],
-                     seed: int = 0) -> dict[str, Any]:
+def agreement_report(
+    records: list[dict[str, Any]],
+    reference: str,
+    level: str,
+    items: dict[str, dict[str, Any]],
+    answers: dict[str, int | None],
+    seed: int = 0,
+) -> dict[str, Any]:
     """Everything for agreement.json. `items` maps request id to its RequestItem dict."""
     outs = _outputs(records, level, 0)
     outs1 = _outputs(records, level, 1)
@@ -154,24 +172,36 @@ def agreement_report(records: list[dict[str, Any]], reference: str, level: str,
             it = items.get(rid)
             if it and it.get("reference") is not None:
                 per_task[it.get("task") or "all"].append(
-                    task_score(it.get("task"), it["prompt"], r.get("text") or "", it["reference"]))
+                    task_score(it.get("task"), it["prompt"], r.get("text") or "", it["reference"])
+                )
         if per_task:
             flat = [x for v in per_task.values() for x in v]
-            accuracy[t] = {"overall": float(np.mean(flat)), "n": len(flat),
-                           "by_task": {k: float(np.mean(v)) for k, v in sorted(per_task.items())}}
+            accuracy[t] = {
+                "overall": float(np.mean(flat)),
+                "n": len(flat),
+                "by_task": {k: float(np.mean(v)) for k, v in sorted(per_task.items())},
+            }
     cross_level: dict[str, dict[str, Any]] = {}
-    for lvl in sorted({r["level"] for r in records if r.get("type") == "generate" and not r.get("warmup")} - {level}):
+    for lvl in sorted(
+        {r["level"] for r in records if r.get("type") == "generate" and not r.get("warmup")} - {level}
+    ):
         other = _outputs(records, lvl, 0)
         for t, o in other.items():
             if t in outs:
                 rep = compare_outputs(outs[t], o)
                 rep.pop("per_prompt")
-                cross_level.setdefault(t, {})[lvl] = {k: rep[k] for k in ("n_pairs", "exact_match_rate",
-                                                                          "token_exact_match_rate")}
+                cross_level.setdefault(t, {})[lvl] = {
+                    k: rep[k] for k in ("n_pairs", "exact_match_rate", "token_exact_match_rate")
+                }
     finish = {t: dict(Counter(r.get("finish_reason") or "none" for r in o.values())) for t, o in outs.items()}
     return {
-        "reference": reference, "level": level,
-        "vs_reference": vs_ref, "noise_floor": noise, "cross_level": cross_level, "task_accuracy": accuracy,
+        "reference": reference,
+        "level": level,
+        "vs_reference": vs_ref,
+        "noise_floor": noise,
+        "cross_level": cross_level,
+        "task_accuracy": accuracy,
         "loglikelihood": _ll_agreement(records, reference, answers),
-        "cross_scoring": _cross_scores(records), "finish_reasons": finish,
+        "cross_scoring": _cross_scores(records),
+        "finish_reasons": finish,
     }

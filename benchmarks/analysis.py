@@ -33,25 +33,41 @@ def analyze(run_dir: Path) -> dict[str, Any]:
     metrics = metrics_by_target(records, settings.get("slo_ms") or None, settings.get("max_lag_ms", 25.0))
     items = {i["id"]: i for i in rl.get("items", [])}
     answers = {i["id"]: i.get("answer") for i in rl.get("scoring", [])}
-    agreement = (agreement_report(records, reference, levels[0], items, answers, seed=settings.get("seed", 0))
-                 if reference and levels else {})
+    agreement = (
+        agreement_report(records, reference, levels[0], items, answers, seed=settings.get("seed", 0))
+        if reference and levels
+        else {}
+    )
     served: dict[str, Counter[str]] = defaultdict(Counter)
     for r in records:
         if r.get("type") == "generate" and r.get("served_by") and not r.get("warmup"):
             served[r["target"]][r["served_by"]] += 1
     by_served = metrics_by_target(
-        [{**r, "target": f"{r['target']}@{r['served_by']}"} for r in records
-         if r.get("type") == "generate" and r.get("served_by")],
-        settings.get("slo_ms") or None, settings.get("max_lag_ms", 25.0))
+        [
+            {**r, "target": f"{r['target']}@{r['served_by']}"}
+            for r in records
+            if r.get("type") == "generate" and r.get("served_by")
+        ],
+        settings.get("slo_ms") or None,
+        settings.get("max_lag_ms", 25.0),
+    )
     valid = all(m.get("valid", True) for lv in metrics.values() for m in lv.values())
     return {
         "run": {
-            "name": settings.get("name"), "dir": str(run_dir), "status": manifest.get("status"),
+            "name": settings.get("name"),
+            "dir": str(run_dir),
+            "status": manifest.get("status"),
             "request_list_sha256": manifest.get("request_list_sha256"),
             "schedule_sha256": manifest.get("schedule_sha256"),
-            "seed": settings.get("seed"), "reference": reference, "targets": targets, "levels": levels,
-            "num_records": len(records), "valid": valid, "git_sha": manifest.get("git_sha"),
-            "slo_ms": settings.get("slo_ms") or {}, "max_lag_ms": settings.get("max_lag_ms", 25.0),
+            "seed": settings.get("seed"),
+            "reference": reference,
+            "targets": targets,
+            "levels": levels,
+            "num_records": len(records),
+            "valid": valid,
+            "git_sha": manifest.get("git_sha"),
+            "slo_ms": settings.get("slo_ms") or {},
+            "max_lag_ms": settings.get("max_lag_ms", 25.0),
         },
         "definitions": DEFINITIONS,
         "metrics": metrics,

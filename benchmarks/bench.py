@@ -44,18 +44,22 @@ class Prepared:
     @property
     def schedule_sha256(self) -> str:
         n = len(self.request_list.items)
-        return canonical_sha256({
-            "levels": [[lv.label, lv.offsets(n)] for lv in self.levels],
-            "segments": [list(s) for s in self.schedule.segments],
-            "block_size": self.block_size,
-        })
+        return canonical_sha256(
+            {
+                "levels": [[lv.label, lv.offsets(n)] for lv in self.levels],
+                "segments": [list(s) for s in self.schedule.segments],
+                "block_size": self.block_size,
+            }
+        )
 
 
 def target_specs(s: RunSettings) -> list[dict[str, Any]]:
     """Backend specs (for create_backend) or router targets (`via_router` set)."""
     if s.via_router:
         hints: list[str | None] = list(s.router_backends) or [None]
-        return [{"name": f"router/{h}" if h else "router", "via_router": s.via_router, "hint": h} for h in hints]
+        return [
+            {"name": f"router/{h}" if h else "router", "via_router": s.via_router, "hint": h} for h in hints
+        ]
     specs = list(s.targets)
     if s.config_path:
         try:
@@ -68,8 +72,9 @@ def target_specs(s: RunSettings) -> list[dict[str, Any]]:
 
 def _make_target(spec: dict[str, Any], s: RunSettings) -> Target:
     if "via_router" in spec:
-        return RouterTarget(spec["via_router"], hint=spec.get("hint"), timeout_s=s.timeout_s,
-                            stream=s.router_stream)
+        return RouterTarget(
+            spec["via_router"], hint=spec.get("hint"), timeout_s=s.timeout_s, stream=s.router_stream
+        )
     if not spec.get("name") or not spec.get("kind"):
         raise ValueError(f"backend spec {spec!r} needs a 'name' and a 'kind'")
     from pydantic import ValidationError
@@ -79,7 +84,9 @@ def _make_target(spec: dict[str, Any], s: RunSettings) -> Target:
     except ValidationError as e:
         first = e.errors()[0]
         field = ".".join(str(x) for x in first["loc"])
-        raise ValueError(f"backend {spec['name']!r} (kind {spec['kind']}): field {field!r}: {first['msg']}") from None
+        raise ValueError(
+            f"backend {spec['name']!r} (kind {spec['kind']}): field {field!r}: {first['msg']}"
+        ) from None
 
 
 def _prompts(s: RunSettings, levels: list[LoadProfile]) -> list[Any]:
@@ -97,8 +104,12 @@ def _prompts(s: RunSettings, levels: list[LoadProfile]) -> list[Any]:
         mc = [r for r in raws if r.choices]
         if n is not None and gen:
             k = len(gen)
-            gen = [gen[i] if i < k else replace(gen[i % k], id=f"{gen[i % k].id}-{i // k}" if gen[i % k].id else None)
-                   for i in range(n)]
+            gen = [
+                gen[i]
+                if i < k
+                else replace(gen[i % k], id=f"{gen[i % k].id}-{i // k}" if gen[i % k].id else None)
+                for i in range(n)
+            ]
         return gen + mc
     return builtin_prompts(s.prompt_set, n or 48, s.seed)
 
@@ -117,8 +128,9 @@ def prepare(s: RunSettings) -> Prepared:
     if s.block_size is None:
         s = s.model_copy(update={"block_size": auto_block_size(levels)})
     raws = _prompts(s, levels)
-    rl = build_request_list(raws, Params(s.max_tokens, s.temperature, s.top_p, None, ()), seed=s.seed,
-                            warmup=s.warmup)
+    rl = build_request_list(
+        raws, Params(s.max_tokens, s.temperature, s.top_p, None, ()), seed=s.seed, warmup=s.warmup
+    )
     if not rl.items:
         raise ValueError("the prompt set has no generation prompts")
     specs = target_specs(s)
@@ -150,10 +162,13 @@ def _new_run_dir(s: RunSettings) -> Path:
 def start_run(p: Prepared, command: list[str] | None = None) -> Path:
     """Create the run dir with its manifest and request list (the only files before execution)."""
     run_dir = _new_run_dir(p.settings)
-    manifest = build_manifest(command=command if command is not None else sys.argv,
-                              settings=p.settings.model_dump(), request_list_sha256=p.request_list.sha256,
-                              schedule_sha256=p.schedule_sha256,
-                              targets=[_public_spec(sp) for sp in p.specs])
+    manifest = build_manifest(
+        command=command if command is not None else sys.argv,
+        settings=p.settings.model_dump(),
+        request_list_sha256=p.request_list.sha256,
+        schedule_sha256=p.schedule_sha256,
+        targets=[_public_spec(sp) for sp in p.specs],
+    )
     manifest["levels"] = [lv.label for lv in p.levels]
     if p.settings.config_path:
         text = Path(p.settings.config_path).read_text(encoding="utf-8")
@@ -179,9 +194,17 @@ def execute(run_dir: Path, p: Prepared, progress: Progress | None = None) -> Non
     sink = RecordSink(run_dir / "requests.jsonl")
     sink.open()
     done = {record_key(d) for d in read_records(sink.path)}
-    runner = Runner(targets=p.targets, levels=p.levels, request_list=p.request_list, sink=sink,
-                    schedule=p.schedule, block_size=p.block_size, done=done,
-                    progress=progress or NullProgress(), cross_score=p.settings.cross_score)
+    runner = Runner(
+        targets=p.targets,
+        levels=p.levels,
+        request_list=p.request_list,
+        sink=sink,
+        schedule=p.schedule,
+        block_size=p.block_size,
+        done=done,
+        progress=progress or NullProgress(),
+        cross_score=p.settings.cross_score,
+    )
     try:
         asyncio.run(runner.run())
     except KeyboardInterrupt:
@@ -213,9 +236,11 @@ def resume(run_dir: Path) -> Prepared:
     manifest = read_manifest(run_dir)
     s = RunSettings.model_validate(manifest["settings"])
     rl_data = json.loads((run_dir / "request_list.json").read_text(encoding="utf-8"))
-    rl = RequestList(tuple(RequestItem.from_dict(d) for d in rl_data["items"]),
-                     tuple(RequestItem.from_dict(d) for d in rl_data["warmup"]),
-                     tuple(RequestItem.from_dict(d) for d in rl_data["scoring"]))
+    rl = RequestList(
+        tuple(RequestItem.from_dict(d) for d in rl_data["items"]),
+        tuple(RequestItem.from_dict(d) for d in rl_data["warmup"]),
+        tuple(RequestItem.from_dict(d) for d in rl_data["scoring"]),
+    )
     if rl.sha256 != manifest["request_list_sha256"]:
         raise ValueError(f"{run_dir}: request_list.json does not match the manifest hash")
     levels = parse_levels(s.concurrency, s.rate, s.arrival, s.seed, s.burstiness)

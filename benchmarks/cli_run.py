@@ -25,8 +25,9 @@ def _flag_errors(e: Exception) -> str:
 
     if not isinstance(e, ValidationError) or e.title != "RunSettings":
         return str(e)
-    return "; ".join(f"--{'.'.join(str(x) for x in err['loc']).replace('_', '-')}: {err['msg']}"
-                     for err in e.errors())
+    return "; ".join(
+        f"--{'.'.join(str(x) for x in err['loc']).replace('_', '-')}: {err['msg']}" for err in e.errors()
+    )
 
 
 def _default_targets(models_dir: Path | None) -> tuple[list[dict[str, Any]], str]:
@@ -42,13 +43,28 @@ def _default_targets(models_dir: Path | None) -> tuple[list[dict[str, Any]], str
 
 
 def run_cmd(
-    config: Annotated[Path | None, typer.Option("--config", help="router-format TOML/YAML with [[backends]]")] = None,
-    backend: Annotated[list[str] | None, typer.Option("--backend", help="NAME=KIND:URL_OR_PATH (repeatable)")] = None,
-    via_router: Annotated[str | None, typer.Option("--via-router", help="benchmark through a router URL")] = None,
-    router_backend: Annotated[list[str] | None, typer.Option(
-        "--router-backend", help="with --via-router: pin requests to this router backend (repeatable)")] = None,
-    router_stream: Annotated[bool, typer.Option(
-        "--router-stream", help="with --via-router: use /generate_stream (SSE) to measure TTFT/ITL")] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="router-format TOML/YAML file with \\[\\[backends]] tables"),
+    ] = None,
+    backend: Annotated[
+        list[str] | None, typer.Option("--backend", help="NAME=KIND:URL_OR_PATH (repeatable)")
+    ] = None,
+    via_router: Annotated[
+        str | None, typer.Option("--via-router", help="benchmark through a router URL")
+    ] = None,
+    router_backend: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--router-backend", help="with --via-router: pin requests to this router backend (repeatable)"
+        ),
+    ] = None,
+    router_stream: Annotated[
+        bool,
+        typer.Option(
+            "--router-stream", help="with --via-router: use /generate_stream (SSE) to measure TTFT/ITL"
+        ),
+    ] = False,
     name: Annotated[str, typer.Option(help="run name (results/<timestamp>-<name>/)")] = "default",
     prompts: Annotated[str, typer.Option("--prompts", help="built-in prompt set")] = "default",
     prompts_file: Annotated[Path | None, typer.Option(help="JSONL/CSV prompt file")] = None,
@@ -65,7 +81,9 @@ def run_cmd(
     warmup: Annotated[int, typer.Option(help="warmup requests per target (not measured)")] = 2,
     repeats: Annotated[int, typer.Option(help="replays of the request list (>= 2 gives a noise floor)")] = 2,
     order: Annotated[str, typer.Option(help="block interleaving: abba | random")] = "abba",
-    block_size: Annotated[int | None, typer.Option(help="requests per interleaved block (default: auto)")] = None,
+    block_size: Annotated[
+        int | None, typer.Option(help="requests per interleaved block (default: auto)")
+    ] = None,
     reference: Annotated[str | None, typer.Option(help="agreement reference (default: first target)")] = None,
     slo: Annotated[str | None, typer.Option(help="goodput SLOs in ms, e.g. ttft=200,e2el=2000")] = None,
     max_lag_ms: Annotated[float, typer.Option(help="run invalid when schedule lag p99 exceeds this")] = 25.0,
@@ -89,12 +107,16 @@ def run_cmd(
     try:
         if resume is not None:
             if backend or config or via_router:
-                raise ValueError("--resume conflicts with --backend/--config/--via-router (the run dir has them)")
+                raise ValueError(
+                    "--resume conflicts with --backend/--config/--via-router (the run dir has them)"
+                )
             p = bench.resume(resume)
             run_dir = resume
         else:
             if via_router and (backend or config):
-                raise ValueError("--via-router conflicts with --backend/--config: the router owns the backends")
+                raise ValueError(
+                    "--via-router conflicts with --backend/--config: the router owns the backends"
+                )
             if (router_backend or router_stream) and not via_router:
                 raise ValueError("--router-backend/--router-stream need --via-router")
             specs = [parse_backend_flag(b) for b in backend or []]
@@ -105,14 +127,36 @@ def run_cmd(
                 if concurrency is None and rate is None:
                     concurrency = "1,4"  # the embedded default also plots throughput vs concurrency
             settings = RunSettings(
-                name=name, targets=specs, via_router=via_router, router_backends=router_backend or [], router_stream=router_stream,
-                config_path=str(config) if config else None, prompt_set=prompts,
-                prompts_file=str(prompts_file) if prompts_file else None, n=n, duration_s=duration, seed=seed,
-                max_tokens=max_tokens, temperature=temperature, top_p=top_p, concurrency=concurrency, rate=rate,
-                arrival=arrival, burstiness=burstiness, warmup=warmup, repeats=repeats, order=order,
-                block_size=block_size, reference=ref, slo_ms=parse_slo(slo), max_lag_ms=max_lag_ms,
-                timeout_s=timeout, stream=stream, cross_score=cross_score,
-                results_dir=str(results_dir or os.environ.get("ABTEST_RESULTS_DIR") or "results"))
+                name=name,
+                targets=specs,
+                via_router=via_router,
+                router_backends=router_backend or [],
+                router_stream=router_stream,
+                config_path=str(config) if config else None,
+                prompt_set=prompts,
+                prompts_file=str(prompts_file) if prompts_file else None,
+                n=n,
+                duration_s=duration,
+                seed=seed,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                top_p=top_p,
+                concurrency=concurrency,
+                rate=rate,
+                arrival=arrival,
+                burstiness=burstiness,
+                warmup=warmup,
+                repeats=repeats,
+                order=order,
+                block_size=block_size,
+                reference=ref,
+                slo_ms=parse_slo(slo),
+                max_lag_ms=max_lag_ms,
+                timeout_s=timeout,
+                stream=stream,
+                cross_score=cross_score,
+                results_dir=str(results_dir or os.environ.get("ABTEST_RESULTS_DIR") or "results"),
+            )
             p = bench.prepare(settings)
             run_dir = bench.start_run(p)
     except ValueError as e:  # includes pydantic ValidationError and PromptFileError
@@ -125,15 +169,20 @@ def run_cmd(
             with LiveProgress(console) as prog:
                 bench.execute(run_dir, p, prog)
     except KeyboardInterrupt:
-        console.print(f"[yellow]interrupted[/]; finished requests are saved. Resume with: "
-                      f"abtest run --resume {run_dir}")
+        console.print(
+            f"[yellow]interrupted[/]; finished requests are saved. Resume with: abtest run --resume {run_dir}"
+        )
         raise typer.Exit(130) from None
     summary = bench.render(run_dir)
     print_summary(console, summary, str(run_dir))
 
 
-def compare_cmd(run_a: Path, run_b: Path, seed: int = 0,
-                out: Annotated[Path | None, typer.Option(help="also write the comparison as JSON")] = None) -> None:
+def compare_cmd(
+    run_a: Path,
+    run_b: Path,
+    seed: int = 0,
+    out: Annotated[Path | None, typer.Option(help="also write the comparison as JSON")] = None,
+) -> None:
     """Compare two runs: metric deltas and median-latency ratio CIs per target and level."""
     from rich.console import Console
     from rich.table import Table
@@ -150,7 +199,9 @@ def compare_cmd(run_a: Path, run_b: Path, seed: int = 0,
         t.add_column(c)
     for r in res["rows"]:
         lat, q = r["median_e2el_ms"], r["request_throughput"]
-        t.add_row(r["target"], r["level"], fmt(lat["a"]), fmt(lat["b"]), fmt(q["a"]), fmt(q["b"]), r["verdict"])
+        t.add_row(
+            r["target"], r["level"], fmt(lat["a"]), fmt(lat["b"]), fmt(q["a"]), fmt(q["b"]), r["verdict"]
+        )
     Console().print(t)
     if out:
         out.write_text(json.dumps(res, indent=2, default=str), encoding="utf-8")
@@ -172,7 +223,8 @@ def report_cmd(run_dir: Path) -> None:
 
 def prompts_cmd(
     set_name: Annotated[str, typer.Option("--set", help="built-in prompt set")] = "default",
-    n: int = 48, seed: int = 0,
+    n: int = 48,
+    seed: int = 0,
     out: Annotated[Path | None, typer.Option(help="write JSONL here instead of stdout")] = None,
 ) -> None:
     """Print or write a built-in prompt set as JSONL (the format --prompts-file reads)."""

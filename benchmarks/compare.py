@@ -15,8 +15,15 @@ from benchmarks.stats import bootstrap_ci, verdict_text
 
 __all__ = ["COMPARED_METRICS", "compare_runs"]
 
-COMPARED_METRICS = ("median_e2el_ms", "p99_e2el_ms", "mean_ttft_ms", "mean_tpot_ms", "request_throughput",
-                    "output_throughput", "failed")
+COMPARED_METRICS = (
+    "median_e2el_ms",
+    "p99_e2el_ms",
+    "mean_ttft_ms",
+    "mean_tpot_ms",
+    "request_throughput",
+    "output_throughput",
+    "failed",
+)
 
 
 def _latencies(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, float]]:
@@ -24,11 +31,14 @@ def _latencies(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str,
     for r in records:
         if r.get("type") == "generate" and not r.get("warmup") and r.get("error_class") is None:
             out.setdefault((r["target"], r["level"]), {}).setdefault(r["request_id"], []).append(
-                request_metrics(r)["e2el"])
+                request_metrics(r)["e2el"]
+            )
     return {k: {rid: float(np.mean(v)) for rid, v in d.items()} for k, d in out.items()}
 
 
-def _unpaired_ratio(a: np.ndarray, b: np.ndarray, seed: int, n_boot: int = 2000) -> tuple[float, float, float]:
+def _unpaired_ratio(
+    a: np.ndarray, b: np.ndarray, seed: int, n_boot: int = 2000
+) -> tuple[float, float, float]:
     rng = np.random.default_rng(seed)
     point = float(np.median(b) / np.median(a))
     ra = np.median(rng.choice(a, size=(n_boot, a.size)), axis=1)
@@ -54,13 +64,19 @@ def compare_runs(run_a: Path, run_b: Path, seed: int = 0) -> dict[str, Any]:
             common = sorted(set(da) & set(db))
             if paired and len(common) >= 2:
                 pairs = np.array([[db[r], da[r]] for r in common])  # ratio = A/B latency: > 1 means B faster
-                ratio, lo, hi = bootstrap_ci(pairs, lambda v: float(np.median(v[:, 1]) / np.median(v[:, 0])),
-                                             seed=seed)
+                ratio, lo, hi = bootstrap_ci(
+                    pairs, lambda v: float(np.median(v[:, 1]) / np.median(v[:, 0])), seed=seed
+                )
             elif len(da) >= 2 and len(db) >= 2:
-                ratio, lo, hi = _unpaired_ratio(np.array(list(db.values())), np.array(list(da.values())), seed)
+                ratio, lo, hi = _unpaired_ratio(
+                    np.array(list(db.values())), np.array(list(da.values())), seed
+                )
             else:
                 ratio = lo = hi = float("nan")
-            row.update(latency_ratio_a_over_b=ratio, ci=[lo, hi],
-                       verdict=verdict_text("run B", "run A", ratio, lo, hi))
+            row.update(
+                latency_ratio_a_over_b=ratio,
+                ci=[lo, hi],
+                verdict=verdict_text("run B", "run A", ratio, lo, hi),
+            )
             rows.append(row)
     return {"run_a": str(run_a), "run_b": str(run_b), "paired": paired, "rows": rows}

@@ -72,7 +72,7 @@ class _Conn(asyncio.Protocol):
                 size = int(bytes(self.buf[pos:nl]).split(b";")[0], 16)
                 if len(self.buf) < nl + 2 + size + 2:
                     return None
-                body += self.buf[nl + 2:nl + 2 + size]
+                body += self.buf[nl + 2 : nl + 2 + size]
                 pos = nl + 2 + size + 2
                 if size == 0:
                     del self.buf[:pos]
@@ -80,8 +80,8 @@ class _Conn(asyncio.Protocol):
         length = int(headers.get("content-length", "0"))
         if len(self.buf) < start + length:
             return None
-        content = bytes(self.buf[start:start + length])
-        del self.buf[:start + length]
+        content = bytes(self.buf[start : start + length])
+        del self.buf[: start + length]
         if headers.get("connection", "").lower() == "close" and self.transport is not None:
             self.transport.close()
             self.closed = True
@@ -113,8 +113,9 @@ class LeanClient:
                 self._open += 1
                 try:
                     loop = asyncio.get_running_loop()
-                    _, proto = await asyncio.wait_for(loop.create_connection(_Conn, self.host, self.port),
-                                                      self.connect_timeout_s)
+                    _, proto = await asyncio.wait_for(
+                        loop.create_connection(_Conn, self.host, self.port), self.connect_timeout_s
+                    )
                 except BaseException:
                     self._open -= 1
                     self._wake()
@@ -146,13 +147,17 @@ class LeanClient:
             self._drop(c)
         self._wake()
 
-    async def request(self, method: str, path: str, body: bytes = b"",
-                      headers: dict[str, str] | None = None) -> LeanResponse:
+    async def request(
+        self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+    ) -> LeanResponse:
         c = await self._acquire()
         ok = False
         try:
-            head = [f"{method} {self.prefix}{path} HTTP/1.1", f"host: {self.host}:{self.port}",
-                    f"content-length: {len(body)}"]
+            head = [
+                f"{method} {self.prefix}{path} HTTP/1.1",
+                f"host: {self.host}:{self.port}",
+                f"content-length: {len(body)}",
+            ]
             head += [f"{k}: {v}" for k, v in (headers or {}).items()]
             c.waiter = asyncio.get_running_loop().create_future()
             assert c.transport is not None

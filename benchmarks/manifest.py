@@ -14,16 +14,41 @@ from typing import Any
 
 __all__ = ["build_manifest", "git_sha", "hardware", "read_manifest", "write_json_atomic"]
 
-_PACKAGES = ("abtest", "torch", "transformers", "tokenizers", "numpy", "scipy", "pandas", "httpx",
-             "fastapi", "uvicorn", "pydantic", "typer", "rich")
+_PACKAGES = (
+    "abtest",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "numpy",
+    "scipy",
+    "pandas",
+    "httpx",
+    "fastapi",
+    "uvicorn",
+    "pydantic",
+    "typer",
+    "rich",
+)
 
 
 def git_sha() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], check=False, capture_output=True, text=True, timeout=5,
-                             cwd=Path(__file__).resolve().parent)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], check=False, capture_output=True,
-                               text=True, timeout=5, cwd=Path(__file__).resolve().parent)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
@@ -42,9 +67,13 @@ def _versions() -> dict[str, str | None]:
 
 
 def hardware() -> dict[str, Any]:
-    hw: dict[str, Any] = {"platform": platform.platform(), "machine": platform.machine(),
-                          "processor": platform.processor(), "cpu_count": os.cpu_count(),
-                          "python": sys.version.split()[0]}
+    hw: dict[str, Any] = {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
     try:
         import psutil
 
@@ -59,8 +88,14 @@ def hardware() -> dict[str, Any]:
     return hw
 
 
-def build_manifest(*, command: list[str], settings: dict[str, Any], request_list_sha256: str,
-                   schedule_sha256: str, targets: list[dict[str, Any]]) -> dict[str, Any]:
+def build_manifest(
+    *,
+    command: list[str],
+    settings: dict[str, Any],
+    request_list_sha256: str,
+    schedule_sha256: str,
+    targets: list[dict[str, Any]],
+) -> dict[str, Any]:
     return {
         "abtest_manifest": 1,
         "status": "running",

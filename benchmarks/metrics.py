@@ -53,10 +53,14 @@ def request_metrics(r: dict[str, Any]) -> dict[str, Any]:
     ct = r.get("chunk_times") or []
     itl = [b - a for a, b in itertools.pairwise(ct)]
     return {
-        "e2el": e2el, "ttft": ttft, "tpot": tpot, "itl": itl,
+        "e2el": e2el,
+        "ttft": ttft,
+        "tpot": tpot,
+        "itl": itl,
         "lag": r["t_sent"] - r.get("t_scheduled", r["t_sent"]),
         "e2el_from_schedule": r["t_end"] - r.get("t_scheduled", r["t_sent"]),
-        "output_tokens": n_out or 0, "input_tokens": r.get("prompt_tokens") or 0,
+        "output_tokens": n_out or 0,
+        "input_tokens": r.get("prompt_tokens") or 0,
     }
 
 
@@ -84,15 +88,18 @@ def _duration(records: list[dict[str, Any]]) -> float:
     return float(sum(hi - lo for lo, hi in segs.values()))
 
 
-def aggregate(records: list[dict[str, Any]], slo_ms: dict[str, float] | None = None,
-              max_lag_ms: float = 25.0) -> dict[str, Any]:
+def aggregate(
+    records: list[dict[str, Any]], slo_ms: dict[str, float] | None = None, max_lag_ms: float = 25.0
+) -> dict[str, Any]:
     """Summary metrics of one (target, level) group of measured generate records."""
     ok = [r for r in records if r.get("error_class") is None]
     per = [request_metrics(r) for r in ok]
     lags = [request_metrics(r)["lag"] for r in records]
     duration = _duration(records)
     out: dict[str, Any] = {
-        "num_requests": len(records), "completed": len(ok), "failed": len(records) - len(ok),
+        "num_requests": len(records),
+        "completed": len(ok),
+        "failed": len(records) - len(ok),
         "duration": duration,
         "total_input_tokens": int(sum(m["input_tokens"] for m in per)),
         "total_output_tokens": int(sum(m["output_tokens"] for m in per)),
@@ -106,8 +113,9 @@ def aggregate(records: list[dict[str, Any]], slo_ms: dict[str, float] | None = N
     _dist("itl", [x for m in per for x in m["itl"]], out)
     _dist("schedule_lag", lags, out)
     if slo_ms:
-        good = sum(1 for m in per if all(
-            m.get(k) is not None and m[k] * 1000.0 <= v for k, v in slo_ms.items()))
+        good = sum(
+            1 for m in per if all(m.get(k) is not None and m[k] * 1000.0 <= v for k, v in slo_ms.items())
+        )
         out["request_goodput"] = good / d
         out["goodput_fraction"] = good / len(records) if records else 0.0
     out["errors_by_class"] = dict(Counter(r["error_class"] for r in records if r.get("error_class")))
@@ -119,8 +127,9 @@ def aggregate(records: list[dict[str, Any]], slo_ms: dict[str, float] | None = N
     return out
 
 
-def metrics_by_target(records: list[dict[str, Any]], slo_ms: dict[str, float] | None = None,
-                      max_lag_ms: float = 25.0) -> dict[str, dict[str, dict[str, Any]]]:
+def metrics_by_target(
+    records: list[dict[str, Any]], slo_ms: dict[str, float] | None = None, max_lag_ms: float = 25.0
+) -> dict[str, dict[str, dict[str, Any]]]:
     """{target: {level: metrics}} over measured (non-warmup) generate records."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:

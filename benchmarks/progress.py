@@ -16,9 +16,15 @@ class LiveProgress:
     def __init__(self, console: Any) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TextColumn("p50 {task.fields[p50]}  errors {task.fields[errors]}"),
-                                  TimeElapsedColumn(), console=console, transient=False)
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("p50 {task.fields[p50]}  errors {task.fields[errors]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
         self._tasks: dict[str, Any] = {}
         self._lat: dict[str, list[float]] = {}
         self._err: dict[str, int] = {}

@@ -47,8 +47,9 @@ class Schedule:
         return [f"r{r}b{b}:{t}" for r, b, t in self.segments]
 
 
-def block_schedule(targets: Sequence[str], n_items: int, block_size: int, repeats: int,
-                   order: str, seed: int) -> Schedule:
+def block_schedule(
+    targets: Sequence[str], n_items: int, block_size: int, repeats: int, order: str, seed: int
+) -> Schedule:
     """ABBA: forward order on even blocks, reversed on odd; random: a seeded permutation per block."""
     if order not in ("abba", "random"):
         raise ValueError(f"--order: unknown {order!r}; valid: abba, random")
@@ -85,10 +86,26 @@ class Runner:
         n = len(self.request_list.items)
         return [list(range(s, min(n, s + self.block_size))) for s in range(0, max(n, 1), self.block_size)]
 
-    async def _send_one(self, target: Target, item: RequestItem, t_sched: float, level: str, repeat: int,
-                        block: int, warmup: bool) -> None:
-        rec = RequestRecord(type="generate", target=target.name, level=level, repeat=repeat,
-                            request_id=item.id, block=block, warmup=warmup, t_scheduled=t_sched)
+    async def _send_one(
+        self,
+        target: Target,
+        item: RequestItem,
+        t_sched: float,
+        level: str,
+        repeat: int,
+        block: int,
+        warmup: bool,
+    ) -> None:
+        rec = RequestRecord(
+            type="generate",
+            target=target.name,
+            level=level,
+            repeat=repeat,
+            request_id=item.id,
+            block=block,
+            warmup=warmup,
+            t_scheduled=t_sched,
+        )
         await target.generate(item, rec)
         d = rec.to_dict()
         self.sink.write(d)
@@ -104,8 +121,12 @@ class Runner:
     async def run(self) -> None:
         gc.freeze()  # long-lived setup objects leave the GC's view: fewer, shorter pauses mid-schedule
         for name, t in self.targets.items():
-            self.progress.add_target(name, len(self.request_list.items) * len(self.levels) *
-                                     (1 + max(r for r, _, _ in self.schedule.segments)))
+            self.progress.add_target(
+                name,
+                len(self.request_list.items)
+                * len(self.levels)
+                * (1 + max(r for r, _, _ in self.schedule.segments)),
+            )
             await t.start()
         try:
             await self._warmup()
@@ -132,8 +153,11 @@ class Runner:
         blocks = self._blocks()
         for rep, b, name in self.schedule.segments:
             t = self.targets[name]
-            idx = [i for i in blocks[b]
-                   if ("generate", name, level.label, str(rep), items[i].id) not in self.done]
+            idx = [
+                i
+                for i in blocks[b]
+                if ("generate", name, level.label, str(rep), items[i].id) not in self.done
+            ]
             if not idx:
                 continue
             seg_off = None if offsets is None else [offsets[i] - offsets[idx[0]] for i in idx]
@@ -147,8 +171,13 @@ class Runner:
                 key = ("loglikelihood", t.name, "0", item.id, "None")
                 if key in self.done:
                     continue
-                rec = LoglikelihoodRecord(type="loglikelihood", target=t.name, request_id=item.id, repeat=0,
-                                          continuations=list(item.choices))
+                rec = LoglikelihoodRecord(
+                    type="loglikelihood",
+                    target=t.name,
+                    request_id=item.id,
+                    repeat=0,
+                    continuations=list(item.choices),
+                )
                 await self._ll(t, rec, [item.prompt] * len(item.choices), list(item.choices))
         if not self.cross_score or not self.levels:
             return
@@ -160,8 +189,14 @@ class Runner:
                     key = ("cross_score", t.name, "0", rid, source)
                     if key in self.done:
                         continue
-                    rec = LoglikelihoodRecord(type="cross_score", target=t.name, request_id=rid, repeat=0,
-                                              continuations=[text], source=source)
+                    rec = LoglikelihoodRecord(
+                        type="cross_score",
+                        target=t.name,
+                        request_id=rid,
+                        repeat=0,
+                        continuations=[text],
+                        source=source,
+                    )
                     await self._ll(t, rec, [prompts[rid]], [text])
 
     def _first_outputs(self) -> dict[str, dict[str, str]]:
@@ -172,8 +207,13 @@ class Runner:
         self.sink.flush()
         out: dict[str, dict[str, str]] = {}
         for d in read_records(self.sink.path):
-            if (d.get("type") == "generate" and d["level"] == label and d["repeat"] == 0
-                    and d.get("error_class") is None and d.get("text")):
+            if (
+                d.get("type") == "generate"
+                and d["level"] == label
+                and d["repeat"] == 0
+                and d.get("error_class") is None
+                and d.get("text")
+            ):
                 out.setdefault(d["target"], {})[d["request_id"]] = d["text"]
         return out
 

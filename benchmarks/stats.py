@@ -13,8 +13,9 @@ from benchmarks.metrics import request_metrics
 __all__ = ["bootstrap_ci", "latency_verdicts", "median_ratio", "rate_ci", "verdict_text"]
 
 
-def bootstrap_ci(values: np.ndarray, stat: Any, *, seed: int, n_boot: int = 2000,
-                 alpha: float = 0.05) -> tuple[float, float, float]:
+def bootstrap_ci(
+    values: np.ndarray, stat: Any, *, seed: int, n_boot: int = 2000, alpha: float = 0.05
+) -> tuple[float, float, float]:
     """(point, lo, hi) of stat over rows of `values` (rows = prompts, resampled jointly for pairing)."""
     values = np.asarray(values, dtype=float)
     rng = np.random.default_rng(seed)
@@ -50,7 +51,9 @@ def verdict_text(a: str, b: str, ratio: float, lo: float, hi: float) -> str:
     return "no significant difference"
 
 
-def _per_prompt_latency(records: list[dict[str, Any]], metric: str) -> dict[tuple[str, str], dict[str, float]]:
+def _per_prompt_latency(
+    records: list[dict[str, Any]], metric: str
+) -> dict[tuple[str, str], dict[str, float]]:
     """{(target, level): {request_id: mean over repeats of the metric (s)}} for successful requests."""
     acc: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
@@ -63,7 +66,9 @@ def _per_prompt_latency(records: list[dict[str, Any]], metric: str) -> dict[tupl
     return {k: {rid: float(np.mean(v)) for rid, v in d.items()} for k, d in acc.items()}
 
 
-def latency_verdicts(records: list[dict[str, Any]], *, seed: int, metric: str = "e2el") -> list[dict[str, Any]]:
+def latency_verdicts(
+    records: list[dict[str, Any]], *, seed: int, metric: str = "e2el"
+) -> list[dict[str, Any]]:
     """For each level and each pair of targets: paired median-latency ratio with a bootstrap CI."""
     per = _per_prompt_latency(records, metric)
     levels = sorted({lvl for _, lvl in per})

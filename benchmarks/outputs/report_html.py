@@ -31,14 +31,24 @@ def _cdf_plot(records: list[dict[str, Any]], level: str, colors: dict[str, str])
     series: dict[str, tuple[list[float], list[float]]] = {}
     by_t: dict[str, list[float]] = {}
     for r in records:
-        if (r.get("type") == "generate" and not r.get("warmup") and r["level"] == level
-                and r.get("error_class") is None):
+        if (
+            r.get("type") == "generate"
+            and not r.get("warmup")
+            and r["level"] == level
+            and r.get("error_class") is None
+        ):
             by_t.setdefault(r["target"], []).append(request_metrics(r)["e2el"] * 1000.0)
     for t, vals in sorted(by_t.items()):
         xs = sorted(vals)
         series[t] = (xs, [(i + 1) / len(xs) for i in range(len(xs))])
-    return line_chart(series, title=f"E2E latency CDF ({level})", xlabel="latency ms", ylabel="fraction",
-                      step=True, colors=colors)
+    return line_chart(
+        series,
+        title=f"E2E latency CDF ({level})",
+        xlabel="latency ms",
+        ylabel="fraction",
+        step=True,
+        colors=colors,
+    )
 
 
 def _level_x(label: str) -> float | None:
@@ -49,14 +59,23 @@ def _level_x(label: str) -> float | None:
 def _throughput_plot(summary: dict[str, Any], colors: dict[str, str]) -> str:
     series: dict[str, tuple[list[float], list[float]]] = {}
     for t, levels in summary["metrics"].items():
-        pts = sorted((x, m["output_throughput"]) for lvl, m in levels.items()
-                     if (x := _level_x(lvl)) is not None and m.get("output_throughput") == m.get("output_throughput"))
+        pts = sorted(
+            (x, m["output_throughput"])
+            for lvl, m in levels.items()
+            if (x := _level_x(lvl)) is not None and m.get("output_throughput") == m.get("output_throughput")
+        )
         if pts:
             series[t] = ([p[0] for p in pts], [p[1] for p in pts])
     levels = summary["run"]["levels"]
     xlabel = "request rate (req/s)" if levels and levels[0].startswith("r=") else "concurrency"
-    return line_chart(series, title="Output throughput vs load", xlabel=xlabel, ylabel="output tok/s",
-                      markers=True, colors=colors)
+    return line_chart(
+        series,
+        title="Output throughput vs load",
+        xlabel=xlabel,
+        ylabel="output tok/s",
+        markers=True,
+        colors=colors,
+    )
 
 
 def _divergence_plot(agreement: dict[str, Any], colors: dict[str, str]) -> str:
@@ -69,25 +88,42 @@ def _divergence_plot(agreement: dict[str, Any], colors: dict[str, str]) -> str:
     labels = [f"{edges[i]:.0f}-{edges[i + 1]:.0f}" for i in range(len(edges) - 1)]
     series = {t: [int(c) for c in np.histogram(v, bins=edges)[0]] for t, v in positions.items()}
     unit = next((a["divergence_unit"] for a in vs.values() if a["first_divergence_positions"]), "char")
-    return bar_chart(series, labels, title=f"First divergence from {agreement.get('reference')}",
-                     xlabel=f"{unit} position", ylabel="prompts", colors=colors)
+    return bar_chart(
+        series,
+        labels,
+        title=f"First divergence from {agreement.get('reference')}",
+        xlabel=f"{unit} position",
+        ylabel="prompts",
+        colors=colors,
+    )
 
 
 def render_html(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
     run = summary["run"]
     ag = summary.get("agreement") or {}
     valid = "yes" if run["valid"] else '<span class="bad">NO (schedule lag above threshold)</span>'
-    parts = [(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>abtest {escape(str(run['name']))}"
-             f"</title><style>{_CSS}</style></head><body>"),
-             f"<h1>abtest run <code>{escape(str(run['name']))}</code></h1>",
-             (f"<p>status {escape(str(run['status']))}; valid: {valid}; seed {run['seed']}; "
-             f"request list sha256 <code>{escape(str(run['request_list_sha256']))}</code>; "
-             f"reference {escape(str(run['reference']))}</p>"),
-             "<h2>Latency and throughput</h2>", _table(*metric_rows(summary)),
-             "<h2>Verdicts</h2>",
-             _table(["level", "A", "B", "pairs", "median(B)/median(A)", "verdict"],
-                    [[v["level"], v["a"], v["b"], str(v["n_pairs"]), fmt(v["ratio"]), v["verdict"]]
-                     for v in summary.get("verdicts", [])])]
+    parts = [
+        (
+            f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>abtest {escape(str(run['name']))}"
+            f"</title><style>{_CSS}</style></head><body>"
+        ),
+        f"<h1>abtest run <code>{escape(str(run['name']))}</code></h1>",
+        (
+            f"<p>status {escape(str(run['status']))}; valid: {valid}; seed {run['seed']}; "
+            f"request list sha256 <code>{escape(str(run['request_list_sha256']))}</code>; "
+            f"reference {escape(str(run['reference']))}</p>"
+        ),
+        "<h2>Latency and throughput</h2>",
+        _table(*metric_rows(summary)),
+        "<h2>Verdicts</h2>",
+        _table(
+            ["level", "A", "B", "pairs", "median(B)/median(A)", "verdict"],
+            [
+                [v["level"], v["a"], v["b"], str(v["n_pairs"]), fmt(v["ratio"]), v["verdict"]]
+                for v in summary.get("verdicts", [])
+            ],
+        ),
+    ]
     parts.append("<h2>Plots</h2><div class='plots'>")
     colors = color_map(list(run["targets"]) + sorted(set(summary["metrics"]) - set(run["targets"])))
     parts += [_cdf_plot(records, lvl, colors) for lvl in run["levels"][:3]]
@@ -99,19 +135,39 @@ def render_html(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
         parts += ["<h2>Agreement</h2>", _table(*agreement_rows(ag))]
         acc = ag.get("task_accuracy", {})
         if acc:
-            parts += ["<h2>Task accuracy</h2>", _table(["target", "overall", "n", "by task"], [
-                [t, fmt(a["overall"]), str(a["n"]), fmt(a["by_task"])] for t, a in acc.items()])]
+            parts += [
+                "<h2>Task accuracy</h2>",
+                _table(
+                    ["target", "overall", "n", "by task"],
+                    [[t, fmt(a["overall"]), str(a["n"]), fmt(a["by_task"])] for t, a in acc.items()],
+                ),
+            ]
         ll = ag.get("loglikelihood", {})
         if ll:
-            parts += ["<h2>Log-likelihood (multiple choice)</h2>", _table(
-                ["target", "items", "MC accuracy", "mean |Δll| vs ref", "Spearman", "argmax agree"],
-                [[t, str(e["n_items"]), fmt(e.get("mc_accuracy")), fmt(e.get("ll_mean_abs_delta")),
-                  fmt(e.get("ll_spearman")), fmt(e.get("argmax_agreement"))] for t, e in ll.items()])]
+            parts += [
+                "<h2>Log-likelihood (multiple choice)</h2>",
+                _table(
+                    ["target", "items", "MC accuracy", "mean |Δll| vs ref", "Spearman", "argmax agree"],
+                    [
+                        [
+                            t,
+                            str(e["n_items"]),
+                            fmt(e.get("mc_accuracy")),
+                            fmt(e.get("ll_mean_abs_delta")),
+                            fmt(e.get("ll_spearman")),
+                            fmt(e.get("argmax_agreement")),
+                        ]
+                        for t, e in ll.items()
+                    ],
+                ),
+            ]
     cs = ag.get("cross_scoring", {}) if ag else {}
     if cs:
         sources = sorted({src for v in cs.values() for src in v})
-        parts += ["<h2>Cross-scoring (mean log-likelihood of the source's outputs under the scorer)</h2>",
-                  _table(["scorer", *sources], [[t, *[fmt(v.get(src)) for src in sources]] for t, v in cs.items()])]
+        parts += [
+            "<h2>Cross-scoring (mean log-likelihood of the source's outputs under the scorer)</h2>",
+            _table(["scorer", *sources], [[t, *[fmt(v.get(src)) for src in sources]] for t, v in cs.items()]),
+        ]
     parts.append("<h2>Definitions</h2><ul>")
     parts += [f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in summary["definitions"].items()]
     parts.append("</ul></body></html>")

@@ -18,16 +18,24 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 def render_markdown(summary: dict[str, Any]) -> str:
     run = summary["run"]
-    lines = [f"# abtest run `{run['name']}`", "",
-             f"- status: {run['status']}; valid: {fmt(run['valid'])} (schedule lag p99 <= {run['max_lag_ms']} ms)",
-             f"- request list sha256: `{run['request_list_sha256']}`; seed {run['seed']}; git `{run['git_sha']}`",
-             (f"- targets: {', '.join(run['targets'])}; reference: {run['reference']}; "
-             f"levels: {', '.join(run['levels'])}"), ""]
+    lines = [
+        f"# abtest run `{run['name']}`",
+        "",
+        f"- status: {run['status']}; valid: {fmt(run['valid'])} (schedule lag p99 <= {run['max_lag_ms']} ms)",
+        f"- request list sha256: `{run['request_list_sha256']}`; seed {run['seed']}; git `{run['git_sha']}`",
+        (
+            f"- targets: {', '.join(run['targets'])}; reference: {run['reference']}; "
+            f"levels: {', '.join(run['levels'])}"
+        ),
+        "",
+    ]
     lines += ["## Latency and throughput", ""]
     lines += _table(*metric_rows(summary))
     lines += ["", "## Verdicts (paired per-prompt median E2E latency ratio, bootstrap 95% CI)", ""]
-    vrows = [[v["level"], v["a"], v["b"], str(v["n_pairs"]), fmt(v["ratio"]), v["verdict"]]
-             for v in summary.get("verdicts", [])]
+    vrows = [
+        [v["level"], v["a"], v["b"], str(v["n_pairs"]), fmt(v["ratio"]), v["verdict"]]
+        for v in summary.get("verdicts", [])
+    ]
     lines += _table(["level", "A", "B", "pairs", "median(B)/median(A)", "verdict"], vrows)
     ag = summary.get("agreement") or {}
     if ag:
@@ -36,19 +44,34 @@ def render_markdown(summary: dict[str, Any]) -> str:
         acc = ag.get("task_accuracy", {})
         if acc:
             lines += ["", "## Task accuracy against references", ""]
-            lines += _table(["target", "overall", "n", "by task"],
-                            [[t, fmt(a["overall"]), str(a["n"]), fmt(a["by_task"])] for t, a in acc.items()])
+            lines += _table(
+                ["target", "overall", "n", "by task"],
+                [[t, fmt(a["overall"]), str(a["n"]), fmt(a["by_task"])] for t, a in acc.items()],
+            )
         ll = ag.get("loglikelihood", {})
         if ll:
             lines += ["", "## Log-likelihood (multiple choice)", ""]
-            lines += _table(["target", "items", "MC accuracy", "mean |Δll| vs ref", "Spearman", "argmax agree"],
-                            [[t, str(e["n_items"]), fmt(e.get("mc_accuracy")), fmt(e.get("ll_mean_abs_delta")),
-                              fmt(e.get("ll_spearman")), fmt(e.get("argmax_agreement"))] for t, e in ll.items()])
+            lines += _table(
+                ["target", "items", "MC accuracy", "mean |Δll| vs ref", "Spearman", "argmax agree"],
+                [
+                    [
+                        t,
+                        str(e["n_items"]),
+                        fmt(e.get("mc_accuracy")),
+                        fmt(e.get("ll_mean_abs_delta")),
+                        fmt(e.get("ll_spearman")),
+                        fmt(e.get("argmax_agreement")),
+                    ]
+                    for t, e in ll.items()
+                ],
+            )
         cs = ag.get("cross_scoring", {})
         if cs:
             sources = sorted({s for v in cs.values() for s in v})
             lines += ["", "## Cross-scoring (mean log-likelihood of source's outputs under scorer)", ""]
-            lines += _table(["scorer", *sources], [[t, *[fmt(v.get(s)) for s in sources]] for t, v in cs.items()])
+            lines += _table(
+                ["scorer", *sources], [[t, *[fmt(v.get(s)) for s in sources]] for t, v in cs.items()]
+            )
     if summary.get("served_by"):
         lines += ["", "## Served by (router X-Backend)", ""]
         lines += _table(["target", "served by"], [[t, fmt(c)] for t, c in summary["served_by"].items()])

@@ -8,11 +8,20 @@ from typing import Any
 __all__ = ["METRIC_COLUMNS", "agreement_rows", "fmt", "metric_rows"]
 
 METRIC_COLUMNS = (
-    ("completed", "ok"), ("failed", "err"), ("median_e2el_ms", "E2E p50 ms"), ("p99_e2el_ms", "E2E p99 ms"),
-    ("mean_ttft_ms", "TTFT mean ms"), ("p99_ttft_ms", "TTFT p99 ms"), ("mean_tpot_ms", "TPOT mean ms"),
-    ("mean_itl_ms", "ITL mean ms"), ("request_throughput", "req/s"), ("output_throughput", "out tok/s"),
-    ("total_token_throughput", "tot tok/s"), ("request_goodput", "goodput req/s"),
-    ("p99_schedule_lag_ms", "lag p99 ms"), ("valid", "valid"),
+    ("completed", "ok"),
+    ("failed", "err"),
+    ("median_e2el_ms", "E2E p50 ms"),
+    ("p99_e2el_ms", "E2E p99 ms"),
+    ("mean_ttft_ms", "TTFT mean ms"),
+    ("p99_ttft_ms", "TTFT p99 ms"),
+    ("mean_tpot_ms", "TPOT mean ms"),
+    ("mean_itl_ms", "ITL mean ms"),
+    ("request_throughput", "req/s"),
+    ("output_throughput", "out tok/s"),
+    ("total_token_throughput", "tot tok/s"),
+    ("request_goodput", "goodput req/s"),
+    ("p99_schedule_lag_ms", "lag p99 ms"),
+    ("valid", "valid"),
 )
 
 
@@ -40,19 +49,48 @@ def metric_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 
 def agreement_rows(agreement: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    head = ["target", "vs", "pairs", "exact text", "exact 95% CI", "exact tokens", "prefix frac",
-            "length agree", "EOS agree"]
+    head = [
+        "target",
+        "vs",
+        "pairs",
+        "exact text",
+        "exact 95% CI",
+        "exact tokens",
+        "prefix frac",
+        "length agree",
+        "EOS agree",
+    ]
     rows = []
     ref = agreement.get("reference", "")
     for section, vs in (("vs_reference", ref), ("noise_floor", "self r0/r1")):
         for t, a in agreement.get(section, {}).items():
             ci = a.get("exact_match_ci") or [None, None]
-            rows.append([t, vs, str(a["n_pairs"]), fmt(a["exact_match_rate"]),
-                         f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci[0] is not None else "-",
-                         fmt(a["token_exact_match_rate"]), fmt(a["mean_common_prefix_frac"]),
-                         fmt(a["length_agreement_rate"]), fmt(a["eos_agreement_rate"])])
+            rows.append(
+                [
+                    t,
+                    vs,
+                    str(a["n_pairs"]),
+                    fmt(a["exact_match_rate"]),
+                    f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci[0] is not None else "-",
+                    fmt(a["token_exact_match_rate"]),
+                    fmt(a["mean_common_prefix_frac"]),
+                    fmt(a["length_agreement_rate"]),
+                    fmt(a["eos_agreement_rate"]),
+                ]
+            )
     for t, levels in agreement.get("cross_level", {}).items():
         for lvl, a in levels.items():
-            rows.append([t, f"self {agreement.get('level')} vs {lvl}", str(a["n_pairs"]), fmt(a["exact_match_rate"]),
-                         "-", fmt(a["token_exact_match_rate"]), "-", "-", "-"])
+            rows.append(
+                [
+                    t,
+                    f"self {agreement.get('level')} vs {lvl}",
+                    str(a["n_pairs"]),
+                    fmt(a["exact_match_rate"]),
+                    "-",
+                    fmt(a["token_exact_match_rate"]),
+                    "-",
+                    "-",
+                    "-",
+                ]
+            )
     return head, rows

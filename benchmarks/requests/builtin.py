@@ -37,7 +37,9 @@ def _mc(n: int, seed: int) -> list[RawPrompt]:
             others = sorted({e.completion for e in pool if e.reference != ex.reference})
         choices = [ex.completion, *rng.sample(others, 3)]
         rng.shuffle(choices)
-        out.append(RawPrompt(ex.prompt, ex.reference, tuple(choices), choices.index(ex.completion), f"mc-{ex.task}"))
+        out.append(
+            RawPrompt(ex.prompt, ex.reference, tuple(choices), choices.index(ex.completion), f"mc-{ex.task}")
+        )
     return out
 
 

@@ -58,9 +58,12 @@ def _parse_row(row: dict[str, Any], path: Path, line: int) -> RawPrompt:
                 raise PromptFileError(path, line, f"field '{name}[{i}]' must be a non-empty string")
         choices = tuple(raw_choices)
     answer = row.get("answer")
-    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, int)
-                               or not 0 <= answer < len(choices)):
-        raise PromptFileError(path, line, f"field 'answer' must be an index into choices (0..{len(choices) - 1})")
+    if answer is not None and (
+        isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < len(choices)
+    ):
+        raise PromptFileError(
+            path, line, f"field 'answer' must be an index into choices (0..{len(choices) - 1})"
+        )
     task = row.get("task")
     if task is not None and not isinstance(task, str):
         raise PromptFileError(path, line, "field 'task' must be a string")
@@ -115,7 +118,9 @@ def _load_csv(path: Path) -> list[RawPrompt]:
 def load_prompt_file(path: Path) -> list[RawPrompt]:
     """Read a `.jsonl` or `.csv` prompt file. Raises PromptFileError naming file and line."""
     loaders: dict[str, Callable[[Path], list[RawPrompt]]] = {
-        ".jsonl": _load_jsonl, ".json": _load_jsonl, ".csv": _load_csv,
+        ".jsonl": _load_jsonl,
+        ".json": _load_jsonl,
+        ".csv": _load_csv,
     }
     if not path.is_file():
         raise PromptFileError(path, None, "file not found")

@@ -55,12 +55,21 @@ def build_request_list(raws: list[RawPrompt], params: Params, *, seed: int, warm
         dup = next(x for x in ids if ids.count(x) > 1)
         raise ValueError(f"duplicate prompt id {dup!r}")
     warm = tuple(
-        RequestItem(id=f"warmup-{k}", prompt=items[k % len(items)].prompt, params=items[k % len(items)].params)
+        RequestItem(
+            id=f"warmup-{k}", prompt=items[k % len(items)].prompt, params=items[k % len(items)].params
+        )
         for k in range(warmup if items else 0)
     )
     scoring = tuple(
-        RequestItem(id=r.id or f"mc{i:05d}", prompt=r.prompt, params=params, task=r.task,
-                    reference=r.reference, choices=r.choices, answer=r.answer)
+        RequestItem(
+            id=r.id or f"mc{i:05d}",
+            prompt=r.prompt,
+            params=params,
+            task=r.task,
+            reference=r.reference,
+            choices=r.choices,
+            answer=r.answer,
+        )
         for i, r in enumerate(mc)
     )
     return RequestList(items, warm, scoring)

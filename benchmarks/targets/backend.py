@@ -65,13 +65,17 @@ class BackendTarget:
         from backends.types import SamplingParams
 
         p = item.params
-        params = SamplingParams(max_tokens=p.max_tokens, temperature=p.temperature, top_p=p.top_p,
-                                seed=p.seed, stop=p.stop)
+        params = SamplingParams(
+            max_tokens=p.max_tokens, temperature=p.temperature, top_p=p.top_p, seed=p.seed, stop=p.stop
+        )
         rec.max_tokens = p.max_tokens
         rec.streamed = self.streaming
         if self.start_error is not None:
             rec.t_sent = rec.t_end = time.perf_counter()
-            rec.error_class, rec.error = self.start_error_class, f"backend failed to start: {self.start_error}"
+            rec.error_class, rec.error = (
+                self.start_error_class,
+                f"backend failed to start: {self.start_error}",
+            )
             return
         rec.t_sent = time.perf_counter()
         try:

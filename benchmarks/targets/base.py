@@ -51,6 +51,10 @@ def finish_record(rec: RequestRecord) -> None:
         rec.error_class, rec.error = "empty_output", "the backend returned no text"
     elif rec.finish_reason is None and rec.streamed:
         rec.error_class, rec.error = "truncated_output", "stream ended without a final event"
-    elif rec.finish_reason == "length" and rec.completion_tokens is not None and rec.completion_tokens < rec.max_tokens:
+    elif (
+        rec.finish_reason == "length"
+        and rec.completion_tokens is not None
+        and rec.completion_tokens < rec.max_tokens
+    ):
         rec.error_class = "truncated_output"
         rec.error = f"finish_reason=length after {rec.completion_tokens} < max_tokens={rec.max_tokens} tokens"

@@ -18,8 +18,10 @@ __all__ = ["RouterTarget"]
 class _HttpxTransport:
     def __init__(self, url: str, timeout_s: float, max_connections: int) -> None:
         self.client = httpx.AsyncClient(
-            base_url=url, timeout=httpx.Timeout(timeout_s, connect=5.0),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections))
+            base_url=url,
+            timeout=httpx.Timeout(timeout_s, connect=5.0),
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+        )
 
     async def post(self, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
         r = await self.client.post(path, content=body, headers={"content-type": "application/json"})
@@ -51,8 +53,15 @@ def _transports() -> dict[str, Any]:
 class RouterTarget:
     """The router over HTTP: POST /generate with one prompt; records the X-Backend header."""
 
-    def __init__(self, url: str, *, hint: str | None = None, timeout_s: float = 60.0,
-                 max_connections: int = 256, stream: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        hint: str | None = None,
+        timeout_s: float = 60.0,
+        max_connections: int = 256,
+        stream: bool = False,
+    ) -> None:
         self.url = url.rstrip("/")
         scheme = self.url.split("://", 1)[0]
         if scheme not in _transports():
@@ -70,8 +79,11 @@ class RouterTarget:
     async def start(self) -> None:
         self._t = _transports()[self.url.split("://", 1)[0]](self.url, self.timeout_s, self.max_connections)
         if self.stream:
-            self._sse = httpx.AsyncClient(base_url=self.url, timeout=httpx.Timeout(self.timeout_s, connect=5.0),
-                                          limits=httpx.Limits(max_connections=self.max_connections))
+            self._sse = httpx.AsyncClient(
+                base_url=self.url,
+                timeout=httpx.Timeout(self.timeout_s, connect=5.0),
+                limits=httpx.Limits(max_connections=self.max_connections),
+            )
 
     async def close(self) -> None:
         if self._t is not None:
@@ -84,8 +96,15 @@ class RouterTarget:
 
         assert self._t is not None, "start() first"
         p = item.params
-        body = GenerateRequest(prompts=[item.prompt], max_tokens=p.max_tokens, temperature=p.temperature,
-                               top_p=p.top_p, seed=p.seed, stop=list(p.stop) or None, backend=self.hint)
+        body = GenerateRequest(
+            prompts=[item.prompt],
+            max_tokens=p.max_tokens,
+            temperature=p.temperature,
+            top_p=p.top_p,
+            seed=p.seed,
+            stop=list(p.stop) or None,
+            backend=self.hint,
+        )
         data = body.model_dump_json(exclude_none=True).encode()
         rec.max_tokens = p.max_tokens
         if self._sse is not None:
@@ -135,8 +154,9 @@ class RouterTarget:
     async def _read_sse(self, data: bytes, rec: RequestRecord) -> None:
         assert self._sse is not None
         parts: list[str] = []
-        async with self._sse.stream("POST", "/generate_stream", content=data,
-                                    headers={"content-type": "application/json"}) as resp:
+        async with self._sse.stream(
+            "POST", "/generate_stream", content=data, headers={"content-type": "application/json"}
+        ) as resp:
             rec.served_by, rec.http_status = resp.headers.get("x-backend"), resp.status_code
             if resp.status_code >= 400:
                 rec.error_class = f"http_{resp.status_code}"
@@ -174,7 +194,8 @@ class RouterTarget:
         if self.hint:
             body["backend"] = self.hint
         status, _, content = await asyncio.wait_for(
-            self._t.post("/loglikelihood", json.dumps(body).encode()), self.timeout_s)
+            self._t.post("/loglikelihood", json.dumps(body).encode()), self.timeout_s
+        )
         if status >= 400:
             raise RuntimeError(f"HTTP {status}: {content[:200]!r}")
         return [float(x) for x in json.loads(content)["ll"]]

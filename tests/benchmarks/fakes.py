@@ -42,7 +42,7 @@ def fake_text(prompt: str, tokens: int, variant: str = "") -> list[str]:
     h = hashlib.sha256(prompt.encode()).hexdigest()
     if variant and int(h[0], 16) % 2:
         h = hashlib.sha256((variant + prompt).encode()).hexdigest()
-    return [f" t{h[i:i + 2]}" for i in range(tokens)]
+    return [f" t{h[i : i + 2]}" for i in range(tokens)]
 
 
 @register("fake", FakeSettings)
@@ -67,8 +67,13 @@ class FakeBackend:
         return True
 
     async def info(self) -> BackendInfo:
-        caps = Capabilities(loglikelihood=True, streaming=self.settings.streaming, batch_prompts=True,
-                            max_context=512, tokenizer_id=self.settings.tokenizer_id)
+        caps = Capabilities(
+            loglikelihood=True,
+            streaming=self.settings.streaming,
+            batch_prompts=True,
+            max_context=512,
+            tokenizer_id=self.settings.tokenizer_id,
+        )
         return BackendInfo(self.name, "fake", "fake-model", caps)
 
     def _check(self, prompt: str) -> None:
@@ -85,18 +90,25 @@ class FakeBackend:
         n = min(self.settings.tokens, params.max_tokens)
         toks = fake_text(prompt, n, self.settings.variant)
         if self.settings.no_counts:
-            return Completion(text="".join(toks), prompt_tokens=None, completion_tokens=None, finish_reason="eos")
-        return Completion(text="".join(toks), prompt_tokens=len(prompt.split()),
-                          completion_tokens=n + self.settings.count_offset,
-                          finish_reason="length" if n == params.max_tokens else "eos",
-                          token_ids=[int(t.removeprefix(" t"), 16) for t in toks])
+            return Completion(
+                text="".join(toks), prompt_tokens=None, completion_tokens=None, finish_reason="eos"
+            )
+        return Completion(
+            text="".join(toks),
+            prompt_tokens=len(prompt.split()),
+            completion_tokens=n + self.settings.count_offset,
+            finish_reason="length" if n == params.max_tokens else "eos",
+            token_ids=[int(t.removeprefix(" t"), 16) for t in toks],
+        )
 
     async def generate(self, prompts: list[str], params: SamplingParams) -> list[Completion]:
         out = []
         for p in prompts:
             self._check(p)
             c = self._completion(p, params)
-            await asyncio.sleep((self.settings.ttft_ms + self.settings.delay_ms * (c.completion_tokens or 0)) / 1e3)
+            await asyncio.sleep(
+                (self.settings.ttft_ms + self.settings.delay_ms * (c.completion_tokens or 0)) / 1e3
+            )
             c.ttft_s = self.settings.ttft_ms / 1e3
             out.append(c)
         return out

@@ -10,9 +10,16 @@ from benchmarks.stats import bootstrap_ci, latency_verdicts, median_ratio, verdi
 
 
 def g(text: str, ids: list[int] | None = None, fr: str = "eos", n: int | None = None, **kw: object) -> dict:
-    return {"type": "generate", "text": text, "token_ids": ids, "finish_reason": fr,
-            "completion_tokens": n if n is not None else (len(ids) if ids else None), "warmup": False,
-            "error_class": None, **kw}
+    return {
+        "type": "generate",
+        "text": text,
+        "token_ids": ids,
+        "finish_reason": fr,
+        "completion_tokens": n if n is not None else (len(ids) if ids else None),
+        "warmup": False,
+        "error_class": None,
+        **kw,
+    }
 
 
 def test_pair_stats_prefix_divergence_length_eos() -> None:
@@ -37,16 +44,24 @@ def test_agreement_report_noise_floor_accuracy_ll_and_cross_scoring() -> None:
     def rec(t: str, rid: str, text: str, rep: int = 0) -> dict:
         return g(text, None, target=t, request_id=rid, level="c=1", repeat=rep)
 
-    items = {"p1": {"id": "p1", "prompt": "add: 1 + 2 =", "task": "add", "reference": "3"},
-             "p2": {"id": "p2", "prompt": "copy: a =", "task": "copy", "reference": "a"}}
-    records = [rec("R", "p1", " 3"), rec("R", "p2", " a"), rec("X", "p1", " 3"), rec("X", "p2", " b"),
-               rec("R", "p1", " 3", 1), rec("R", "p2", " a", 1),
-               {"type": "loglikelihood", "target": "R", "request_id": "m1", "ll": [-1.0, -3.0, -2.0]},
-               {"type": "loglikelihood", "target": "X", "request_id": "m1", "ll": [-1.5, -2.5, -2.0]},
-               {"type": "loglikelihood", "target": "R", "request_id": "m2", "ll": [-4.0, -1.0]},
-               {"type": "loglikelihood", "target": "X", "request_id": "m2", "ll": [-1.0, -4.0]},
-               {"type": "cross_score", "target": "R", "source": "X", "request_id": "p1", "ll": [-2.0]},
-               {"type": "cross_score", "target": "R", "source": "X", "request_id": "p2", "ll": [-4.0]}]
+    items = {
+        "p1": {"id": "p1", "prompt": "add: 1 + 2 =", "task": "add", "reference": "3"},
+        "p2": {"id": "p2", "prompt": "copy: a =", "task": "copy", "reference": "a"},
+    }
+    records = [
+        rec("R", "p1", " 3"),
+        rec("R", "p2", " a"),
+        rec("X", "p1", " 3"),
+        rec("X", "p2", " b"),
+        rec("R", "p1", " 3", 1),
+        rec("R", "p2", " a", 1),
+        {"type": "loglikelihood", "target": "R", "request_id": "m1", "ll": [-1.0, -3.0, -2.0]},
+        {"type": "loglikelihood", "target": "X", "request_id": "m1", "ll": [-1.5, -2.5, -2.0]},
+        {"type": "loglikelihood", "target": "R", "request_id": "m2", "ll": [-4.0, -1.0]},
+        {"type": "loglikelihood", "target": "X", "request_id": "m2", "ll": [-1.0, -4.0]},
+        {"type": "cross_score", "target": "R", "source": "X", "request_id": "p1", "ll": [-2.0]},
+        {"type": "cross_score", "target": "R", "source": "X", "request_id": "p2", "ll": [-4.0]},
+    ]
     rep = agreement_report(records, "R", "c=1", items, {"m1": 0, "m2": 1}, seed=0)
     assert rep["vs_reference"]["X"]["exact_match_rate"] == 0.5
     assert rep["noise_floor"]["R"]["exact_match_rate"] == 1.0
@@ -78,8 +93,18 @@ def test_latency_verdicts_pairs_prompts() -> None:
     recs = []
     for i in range(30):
         for t, scale in (("fast", 1.0), ("slow", 3.0)):
-            recs.append({"type": "generate", "warmup": False, "error_class": None, "target": t, "level": "c=1",
-                         "request_id": f"p{i}", "t_sent": 0.0, "t_end": scale * (1 + i % 5) / 10})
+            recs.append(
+                {
+                    "type": "generate",
+                    "warmup": False,
+                    "error_class": None,
+                    "target": t,
+                    "level": "c=1",
+                    "request_id": f"p{i}",
+                    "t_sent": 0.0,
+                    "t_end": scale * (1 + i % 5) / 10,
+                }
+            )
     (v,) = latency_verdicts(recs, seed=0)
     assert v["a"] == "fast" and v["ratio"] == pytest.approx(3.0)
     assert v["verdict"].startswith("fast 3.00x faster than slow")

@@ -26,17 +26,39 @@ def _records(d: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (d / "requests.jsonl").read_text().splitlines()]
 
 
-def test_same_seed_same_hash_and_same_greedy_outputs(tmp_path: Path, hrm_tiny: Path, llama_tiny: Path) -> None:
-    args = ["run", "--backend", f"hrm=hrm:{hrm_tiny}", "--backend", f"hf-hrm=hf:{hrm_tiny}",
-            "--backend", f"llama=hf:{llama_tiny}", "--reference", "hf-hrm", "--n", "8", "--max-tokens", "12",
-            "--warmup", "0", "--quiet", "--seed", "3"]
+def test_same_seed_same_hash_and_same_greedy_outputs(
+    tmp_path: Path, hrm_tiny: Path, llama_tiny: Path
+) -> None:
+    args = [
+        "run",
+        "--backend",
+        f"hrm=hrm:{hrm_tiny}",
+        "--backend",
+        f"hf-hrm=hf:{hrm_tiny}",
+        "--backend",
+        f"llama=hf:{llama_tiny}",
+        "--reference",
+        "hf-hrm",
+        "--n",
+        "8",
+        "--max-tokens",
+        "12",
+        "--warmup",
+        "0",
+        "--quiet",
+        "--seed",
+        "3",
+    ]
     runs = []
     for k in ("a", "b"):
         _run([*args, "--results-dir", str(tmp_path / k)])
         (d,) = list((tmp_path / k).iterdir())
         man = json.loads((d / "manifest.json").read_text())
-        outs = sorted((r["target"], r["request_id"], r["repeat"], r["text"], tuple(r["token_ids"] or ()))
-                      for r in _records(d) if r["type"] == "generate")
+        outs = sorted(
+            (r["target"], r["request_id"], r["repeat"], r["text"], tuple(r["token_ids"] or ()))
+            for r in _records(d)
+            if r["type"] == "generate"
+        )
         runs.append((man["request_list_sha256"], outs, d))
     assert runs[0][0] == runs[1][0]
     assert runs[0][1] == runs[1][1]
@@ -51,14 +73,32 @@ def test_same_seed_same_hash_and_same_greedy_outputs(tmp_path: Path, hrm_tiny: P
 
 
 def test_token_counts_fall_back_to_the_backend_tokenizer_and_mismatches_are_flagged(
-        tmp_path: Path, hrm_tiny: Path) -> None:
+    tmp_path: Path, hrm_tiny: Path
+) -> None:
     import tests.benchmarks.fakes  # noqa: F401 - registers kind "fake"
 
     cfg = tmp_path / "c.toml"
-    cfg.write_text(f'[[backends]]\nname = "tok"\nkind = "fake"\nno_counts = true\ntokenizer_id = "{hrm_tiny}"\n'
-                   '[[backends]]\nname = "off"\nkind = "fake"\ncount_offset = 1\n')
-    _run(["run", "--config", str(cfg), "--n", "3", "--repeats", "1", "--warmup", "0", "--quiet", "--no-cross-score",
-          "--results-dir", str(tmp_path / "r")])
+    cfg.write_text(
+        f'[[backends]]\nname = "tok"\nkind = "fake"\nno_counts = true\ntokenizer_id = "{hrm_tiny}"\n'
+        '[[backends]]\nname = "off"\nkind = "fake"\ncount_offset = 1\n'
+    )
+    _run(
+        [
+            "run",
+            "--config",
+            str(cfg),
+            "--n",
+            "3",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--no-cross-score",
+            "--results-dir",
+            str(tmp_path / "r"),
+        ]
+    )
     (d,) = list((tmp_path / "r").iterdir())
     m = json.loads((d / "summary.json").read_text())["metrics"]
     assert m["tok"]["c=1"]["token_count_sources"] == {"tokenizer": 3}
@@ -77,7 +117,9 @@ def _serve(app_: Any) -> Iterator[str]:
     import uvicorn
 
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app_, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(app_, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -95,17 +137,79 @@ def test_run_through_a_live_router(tmp_path: Path, hrm_tiny: Path, llama_tiny: P
     from router.app import create_app
     from router.config import config_from_dict
 
-    cfg = config_from_dict({"backends": [{"name": "hrm", "kind": "hrm", "model": str(hrm_tiny)},
-                                         {"name": "llama", "kind": "hf", "model": str(llama_tiny)}],
-                            "router": {"seed": 1}})
+    cfg = config_from_dict(
+        {
+            "backends": [
+                {"name": "hrm", "kind": "hrm", "model": str(hrm_tiny)},
+                {"name": "llama", "kind": "hf", "model": str(llama_tiny)},
+            ],
+            "router": {"seed": 1},
+        }
+    )
     with _serve(create_app(cfg)) as url:
-        _run(["run", "--via-router", url, "--router-backend", "hrm", "--router-backend", "llama", "--n", "6",
-              "--max-tokens", "12", "--repeats", "1", "--warmup", "1", "--quiet", "--results-dir", str(tmp_path / "p")])
-        _run(["run", "--via-router", url, "--n", "6", "--max-tokens", "12", "--repeats", "1", "--warmup", "0",
-              "--quiet", "--no-cross-score", "--results-dir", str(tmp_path / "s")])
-        _run(["run", "--via-router", url, "--router-backend", "hrm", "--router-stream", "--n", "6", "--max-tokens",
-              "12", "--repeats", "1", "--warmup", "0", "--quiet", "--no-cross-score",
-              "--results-dir", str(tmp_path / "sse")])
+        _run(
+            [
+                "run",
+                "--via-router",
+                url,
+                "--router-backend",
+                "hrm",
+                "--router-backend",
+                "llama",
+                "--n",
+                "6",
+                "--max-tokens",
+                "12",
+                "--repeats",
+                "1",
+                "--warmup",
+                "1",
+                "--quiet",
+                "--results-dir",
+                str(tmp_path / "p"),
+            ]
+        )
+        _run(
+            [
+                "run",
+                "--via-router",
+                url,
+                "--n",
+                "6",
+                "--max-tokens",
+                "12",
+                "--repeats",
+                "1",
+                "--warmup",
+                "0",
+                "--quiet",
+                "--no-cross-score",
+                "--results-dir",
+                str(tmp_path / "s"),
+            ]
+        )
+        _run(
+            [
+                "run",
+                "--via-router",
+                url,
+                "--router-backend",
+                "hrm",
+                "--router-stream",
+                "--n",
+                "6",
+                "--max-tokens",
+                "12",
+                "--repeats",
+                "1",
+                "--warmup",
+                "0",
+                "--quiet",
+                "--no-cross-score",
+                "--results-dir",
+                str(tmp_path / "sse"),
+            ]
+        )
     (d,) = list((tmp_path / "p").iterdir())
     recs = [r for r in _records(d) if r["type"] == "generate" and not r["warmup"]]
     assert {(r["target"], r["served_by"]) for r in recs} == {("router/hrm", "hrm"), ("router/llama", "llama")}

@@ -21,7 +21,10 @@ def _items(n: int) -> list[RequestItem]:
 
 def test_parse_levels_and_conflicts() -> None:
     assert [lv.label for lv in parse_levels("1,4,16", None, "poisson", 0)] == ["c=1", "c=4", "c=16"]
-    assert [lv.label for lv in parse_levels(None, "5,10", "gamma", 0, 0.5)] == ["r=5/gamma(0.5)", "r=10/gamma(0.5)"]
+    assert [lv.label for lv in parse_levels(None, "5,10", "gamma", 0, 0.5)] == [
+        "r=5/gamma(0.5)",
+        "r=10/gamma(0.5)",
+    ]
     with pytest.raises(ValueError, match="conflict"):
         parse_levels("4", "5", "poisson", 0)
     with pytest.raises(ValueError, match="not a number"):

@@ -9,13 +9,39 @@ import pytest
 from benchmarks.metrics import aggregate, metrics_by_target, request_metrics
 
 
-def rec(t_sched: float, t_sent: float, t_first: float | None, t_end: float, n_out: int, *, n_in: int = 4,
-        chunks: list[float] | None = None, err: str | None = None, block: int = 0, repeat: int = 0,
-        target: str = "a", level: str = "c=1") -> dict:
-    return {"type": "generate", "target": target, "level": level, "repeat": repeat, "request_id": f"{t_sent}",
-            "block": block, "warmup": False, "t_scheduled": t_sched, "t_sent": t_sent,
-            "t_first_token": t_first, "t_end": t_end, "chunk_times": chunks or [], "completion_tokens": n_out,
-            "prompt_tokens": n_in, "error_class": err, "token_count_source": "server"}
+def rec(
+    t_sched: float,
+    t_sent: float,
+    t_first: float | None,
+    t_end: float,
+    n_out: int,
+    *,
+    n_in: int = 4,
+    chunks: list[float] | None = None,
+    err: str | None = None,
+    block: int = 0,
+    repeat: int = 0,
+    target: str = "a",
+    level: str = "c=1",
+) -> dict:
+    return {
+        "type": "generate",
+        "target": target,
+        "level": level,
+        "repeat": repeat,
+        "request_id": f"{t_sent}",
+        "block": block,
+        "warmup": False,
+        "t_scheduled": t_sched,
+        "t_sent": t_sent,
+        "t_first_token": t_first,
+        "t_end": t_end,
+        "chunk_times": chunks or [],
+        "completion_tokens": n_out,
+        "prompt_tokens": n_in,
+        "error_class": err,
+        "token_count_source": "server",
+    }
 
 
 def test_e2el_is_end_minus_send() -> None:
@@ -71,8 +97,12 @@ def test_goodput_counts_requests_meeting_every_slo() -> None:
 
 
 def test_errors_excluded_from_latency_and_counted_by_class() -> None:
-    rs = [rec(0, 0.0, 0.1, 0.5, 4), rec(0, 0.0, None, 9.0, 0, err="timeout"),
-          rec(0, 0.0, None, 0.01, 0, err="http_503"), rec(0, 0.0, None, 0.01, 0, err="http_503")]
+    rs = [
+        rec(0, 0.0, 0.1, 0.5, 4),
+        rec(0, 0.0, None, 9.0, 0, err="timeout"),
+        rec(0, 0.0, None, 0.01, 0, err="http_503"),
+        rec(0, 0.0, None, 0.01, 0, err="http_503"),
+    ]
     m = aggregate(rs)
     assert m["completed"] == 1 and m["failed"] == 3
     assert m["errors_by_class"] == {"timeout": 1, "http_503": 2}
@@ -86,8 +116,11 @@ def test_empty_groups_give_none_not_crash() -> None:
 
 
 def test_metrics_by_target_skips_warmup_and_groups_by_level() -> None:
-    rs = [rec(0, 0.0, 0.1, 1.0, 2, level="c=1"), rec(0, 0.0, 0.1, 2.0, 2, level="c=4"),
-          {**rec(0, 0.0, 0.1, 50.0, 2), "warmup": True}]
+    rs = [
+        rec(0, 0.0, 0.1, 1.0, 2, level="c=1"),
+        rec(0, 0.0, 0.1, 2.0, 2, level="c=4"),
+        {**rec(0, 0.0, 0.1, 50.0, 2), "warmup": True},
+    ]
     out = metrics_by_target(rs)
     assert set(out["a"]) == {"c=1", "c=4"}
     assert out["a"]["c=1"]["mean_e2el_ms"] == pytest.approx(1000.0)

@@ -24,7 +24,9 @@ def test_null_server_and_lean_client_keep_alive() -> None:
 
     with NullServer() as srv:
         out = asyncio.run(go(srv.url))
-    assert len(out) == 20 and all(s == 200 and b == "null" and c.startswith(b'{"completions"') for s, b, c in out)
+    assert len(out) == 20 and all(
+        s == 200 and b == "null" and c.startswith(b'{"completions"') for s, b, c in out
+    )
 
 
 def test_harness_sustains_1000_rps() -> None:

@@ -17,17 +17,36 @@ from typer.testing import CliRunner
 import tests.benchmarks.fakes  # noqa: F401 - registers kind "fake"
 from benchmarks.cli import app
 
-CHROMIUM = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+CHROMIUM = next(
+    (shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None
+)
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("runs")
     cfg = root / "c.toml"
-    cfg.write_text('[[backends]]\nname = "ref"\nkind = "fake"\n'
-                   '[[backends]]\nname = "other"\nkind = "fake"\nvariant = "v"\n')
-    res = CliRunner().invoke(app, ["run", "--config", str(cfg), "--n", "12", "--concurrency", "1,2", "--quiet",
-                                   "--results-dir", str(root / "r"), "--name", "html <&> test"])
+    cfg.write_text(
+        '[[backends]]\nname = "ref"\nkind = "fake"\n'
+        '[[backends]]\nname = "other"\nkind = "fake"\nvariant = "v"\n'
+    )
+    res = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--config",
+            str(cfg),
+            "--n",
+            "12",
+            "--concurrency",
+            "1,2",
+            "--quiet",
+            "--results-dir",
+            str(root / "r"),
+            "--name",
+            "html <&> test",
+        ],
+    )
     assert res.exit_code == 0, res.output
     (d,) = list((root / "r").iterdir())
     return d / "report.html"
@@ -35,9 +54,23 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _chromium(url: str) -> tuple[str, str]:
     assert CHROMIUM is not None
-    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                           "--enable-logging=stderr", "--v=0", "--dump-dom", url],
-                          check=False, capture_output=True, text=True, timeout=90)
+    proc = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            url,
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     return proc.stdout, proc.stderr
 
 

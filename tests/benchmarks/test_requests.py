@@ -18,21 +18,27 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 
 
 def test_jsonl_with_references_and_choices(tmp_path: Path) -> None:
-    p = _write(tmp_path, "p.jsonl", '{"prompt": "a", "reference": "b"}\n\n'
-               '{"prompt": "q", "continuations": [" x", " y"], "answer": 1}\n')
+    p = _write(
+        tmp_path,
+        "p.jsonl",
+        '{"prompt": "a", "reference": "b"}\n\n{"prompt": "q", "continuations": [" x", " y"], "answer": 1}\n',
+    )
     rows = load_prompt_file(p)
     assert rows[0].prompt == "a" and rows[0].reference == "b"
     assert rows[1].choices == (" x", " y") and rows[1].answer == 1
 
 
-@pytest.mark.parametrize("line,needle", [
-    ('{"prompt": ""}', "'prompt' must be a non-empty string"),
-    ('{"prompt": "x", "choices": []}', "'choices' must be a non-empty list"),
-    ('{"prompt": "x", "choices": ["a"], "answer": 3}', "'answer' must be an index"),
-    ('{"prompt": "x", "colour": 1}', "unknown field"),
-    ('{"prompt": "x"', "invalid JSON"),
-    ('["x"]', "JSON object"),
-])
+@pytest.mark.parametrize(
+    "line,needle",
+    [
+        ('{"prompt": ""}', "'prompt' must be a non-empty string"),
+        ('{"prompt": "x", "choices": []}', "'choices' must be a non-empty list"),
+        ('{"prompt": "x", "choices": ["a"], "answer": 3}', "'answer' must be an index"),
+        ('{"prompt": "x", "colour": 1}', "unknown field"),
+        ('{"prompt": "x"', "invalid JSON"),
+        ('["x"]', "JSON object"),
+    ],
+)
 def test_jsonl_errors_name_file_and_line(tmp_path: Path, line: str, needle: str) -> None:
     p = _write(tmp_path, "bad.jsonl", '{"prompt": "ok"}\n' + line + "\n")
     with pytest.raises(PromptFileError) as e:
@@ -60,7 +66,11 @@ def test_missing_and_unsupported_files(tmp_path: Path) -> None:
 
 
 def test_builtin_default_set_is_seeded() -> None:
-    a, b, c = builtin_prompts("default", 12, 0), builtin_prompts("default", 12, 0), builtin_prompts("default", 12, 1)
+    a, b, c = (
+        builtin_prompts("default", 12, 0),
+        builtin_prompts("default", 12, 0),
+        builtin_prompts("default", 12, 1),
+    )
     assert a == b and a != c
     assert sum(1 for r in a if r.choices) == 3  # n/4 multiple-choice items
     assert all(r.reference for r in a if r.task not in ("free",))
