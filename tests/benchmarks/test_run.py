@@ -421,3 +421,36 @@ def test_resume_after_kill(tmp_path: Path, sig: signal.Signals) -> None:
     assert json.loads((d / "manifest.json").read_text())["status"] == "complete"
     code, out = _run(["run", "--resume", str(d), "--backend", "z=fake:x"])
     assert code == 2 and "--resume conflicts" in out
+
+
+def test_duration_with_gamma_arrivals_sets_n(tmp_path: Path) -> None:
+    code, out = _run(
+        [
+            "run",
+            "--backend",
+            "a=fake:x",
+            "--rate",
+            "40",
+            "--arrival",
+            "gamma",
+            "--burstiness",
+            "0.5",
+            "--duration",
+            "0.25",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--results-dir",
+            str(tmp_path),
+        ]
+    )
+    assert code == 0, out
+    d = _only_run_dir(tmp_path)
+    man = json.loads((d / "manifest.json").read_text())
+    assert man["levels"] == ["r=40/gamma(0.5)"]
+    recs = [r for r in _records(d) if r["type"] == "generate"]
+    assert len(recs) == 10  # ceil(40 req/s x 0.25 s)
+    sends = sorted(r["t_scheduled"] for r in recs)
+    assert sends[-1] - sends[0] > 0.05  # spread over a schedule, not sent at once
