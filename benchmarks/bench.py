@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.load.base import LoadProfile, parse_levels
-from benchmarks.manifest import build_manifest, read_manifest, write_json_atomic
+from benchmarks.manifest import build_manifest, hardware, read_manifest, write_json_atomic
 from benchmarks.outputs.jsonl import RecordSink, read_records
 from benchmarks.records import Params, RequestItem, record_key
 from benchmarks.requests.builtin import builtin_prompts
@@ -214,6 +214,7 @@ def execute(run_dir: Path, p: Prepared, progress: Progress | None = None) -> Non
     finally:
         sink.close()
     manifest["status"] = "complete"
+    manifest["hardware"] = hardware()  # again: in-process backends have loaded torch by now
     write_json_atomic(run_dir / "manifest.json", manifest)
 
 

@@ -82,6 +82,7 @@ def hardware() -> dict[str, Any]:
         pass
     if "torch" in sys.modules:
         torch = sys.modules["torch"]
+        hw["torch_threads"] = int(torch.get_num_threads())
         hw["cuda"] = bool(torch.cuda.is_available())
         if hw["cuda"]:
             hw["gpu"] = torch.cuda.get_device_name(0)
