@@ -454,3 +454,31 @@ def test_duration_with_gamma_arrivals_sets_n(tmp_path: Path) -> None:
     assert len(recs) == 10  # ceil(40 req/s x 0.25 s)
     sends = sorted(r["t_scheduled"] for r in recs)
     assert sends[-1] - sends[0] > 0.05  # spread over a schedule, not sent at once
+
+
+def test_resume_refuses_a_tampered_request_list(tmp_path: Path) -> None:
+    code, out = _run(
+        [
+            "run",
+            "--backend",
+            "a=fake:x",
+            "--n",
+            "4",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--results-dir",
+            str(tmp_path),
+        ]
+    )
+    assert code == 0, out
+    d = _only_run_dir(tmp_path)
+    rl = json.loads((d / "request_list.json").read_text())
+    rl["items"][0]["prompt"] = "something else"
+    (d / "request_list.json").write_text(json.dumps(rl))
+    code, out = _run(["run", "--resume", str(d), "--quiet"])
+    assert code == 2 and "does not match the manifest hash" in out
+    code, out = _run(["run", "--resume", str(tmp_path / "nope"), "--quiet"])
+    assert code == 2 and "not a run directory" in out
