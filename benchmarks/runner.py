@@ -20,6 +20,8 @@ from benchmarks.records import LoglikelihoodRecord, RequestItem, RequestRecord, 
 from benchmarks.requests.plan import RequestList
 from benchmarks.targets import Target, classify_error
 
+_SCORE_BATCH = 16  # continuations per cross-scoring call
+
 __all__ = ["NullProgress", "Progress", "Runner", "Schedule", "block_schedule"]
 
 
@@ -185,19 +187,25 @@ class Runner:
         prompts = {i.id: i.prompt for i in self.request_list.items}
         for t in scorers:
             for source, outs in outputs.items():
-                for rid, text in outs.items():
-                    key = ("cross_score", t.name, "0", rid, source)
-                    if key in self.done:
-                        continue
-                    rec = LoglikelihoodRecord(
-                        type="cross_score",
-                        target=t.name,
-                        request_id=rid,
-                        repeat=0,
-                        continuations=[text],
-                        source=source,
-                    )
-                    await self._ll(t, rec, [prompts[rid]], [text])
+                todo = [
+                    (rid, text)
+                    for rid, text in outs.items()
+                    if ("cross_score", t.name, "0", rid, source) not in self.done
+                ]
+                for k in range(0, len(todo), _SCORE_BATCH):
+                    chunk = todo[k : k + _SCORE_BATCH]
+                    recs = [
+                        LoglikelihoodRecord(
+                            type="cross_score",
+                            target=t.name,
+                            request_id=rid,
+                            repeat=0,
+                            continuations=[text],
+                            source=source,
+                        )
+                        for rid, text in chunk
+                    ]
+                    await self._ll_batch(t, recs, [prompts[rid] for rid, _ in chunk], [x for _, x in chunk])
 
     def _first_outputs(self) -> dict[str, dict[str, str]]:
         """Each target's successful repeat-0 outputs at the first level, read back from the sink."""
@@ -223,6 +231,24 @@ class Runner:
         except Exception as e:  # noqa: BLE001 - recorded
             rec.error_class, _ = classify_error(e)
             rec.error = f"{type(e).__name__}: {e}"[:500]
+        self._write_ll(rec)
+
+    async def _ll_batch(
+        self, t: Target, recs: list[LoglikelihoodRecord], prompts: list[str], conts: list[str]
+    ) -> None:
+        """One scoring call for many records (one continuation each)."""
+        try:
+            lls = await t.loglikelihood(prompts, conts)
+            for rec, ll in zip(recs, lls, strict=True):
+                rec.ll = [ll]
+        except Exception as e:  # noqa: BLE001 - recorded on every record of the batch
+            for rec in recs:
+                rec.error_class, _ = classify_error(e)
+                rec.error = f"{type(e).__name__}: {e}"[:500]
+        for rec in recs:
+            self._write_ll(rec)
+
+    def _write_ll(self, rec: LoglikelihoodRecord) -> None:
         d = rec.to_dict()
         self.sink.write(d)
         self.done.add(record_key(d))
