@@ -19,6 +19,10 @@ class LeanHTTPError(ConnectionError):
     """Connection failed or closed before a complete response."""
 
 
+class _StaleConnection(LeanHTTPError):
+    """A reused keep-alive connection closed before any response byte: safe to retry once."""
+
+
 class LeanResponse:
     __slots__ = ("content", "headers", "status")
 
@@ -102,12 +106,13 @@ class LeanClient:
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._all: set[_Conn] = set()
 
-    async def _acquire(self) -> _Conn:
+    async def _acquire(self) -> tuple[_Conn, bool]:
+        """(connection, reused from the idle pool)."""
         while True:
             while self._idle:
                 c = self._idle.pop()
                 if not c.closed:
-                    return c
+                    return c, True
                 self._drop(c)
             if self._open < self.max_connections:
                 self._open += 1
@@ -121,7 +126,7 @@ class LeanClient:
                     self._wake()
                     raise
                 self._all.add(proto)
-                return proto
+                return proto, False
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiters.append(fut)
             await fut
@@ -150,7 +155,21 @@ class LeanClient:
     async def request(
         self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
     ) -> LeanResponse:
-        c = await self._acquire()
+        """One request. A kept-alive connection that the server closed while idle (no byte of a
+        response received) is retried once on a fresh connection, as HTTP clients do."""
+        try:
+            return await self._request_once(method, path, body, headers, fresh=False)
+        except _StaleConnection:
+            return await self._request_once(method, path, body, headers, fresh=True)
+
+    async def _request_once(
+        self, method: str, path: str, body: bytes, headers: dict[str, str] | None, fresh: bool
+    ) -> LeanResponse:
+        if fresh:
+            for idle in self._idle:
+                if idle.transport is not None:
+                    idle.transport.close()
+        c, reused = await self._acquire()
         ok = False
         try:
             head = [
@@ -166,7 +185,12 @@ class LeanClient:
                 res = c._parse()
                 if res is not None:
                     c.waiter.set_result(res)
-            resp = await c.waiter
+            try:
+                resp = await c.waiter
+            except LeanHTTPError:
+                if reused and not c.buf:
+                    raise _StaleConnection from None
+                raise
             ok = True
             return resp
         finally:
