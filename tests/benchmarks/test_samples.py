@@ -12,12 +12,12 @@ import pytest
 from benchmarks.samples import tasks
 from benchmarks.samples.prepare import MODEL_NAMES, _build_lock, _install, is_complete, read_metadata
 
-# Conservative floors, well under the measured held-out accuracy (see the report / README).
+# Conservative floors, well under the held-out accuracy measured at seed 0 (n=50 per task):
+# hrm-tiny copy 0.94, reverse 0.94, sort 0.98 (add 0.58); llama-tiny 1.00, 1.00, 0.98 (add 1.00).
 MIN_ACCURACY = {
-    "llama-tiny": {"copy": 0.6, "reverse": 0.5},
-    "hrm-tiny": {"copy": 0.3, "reverse": 0.2},
+    "llama-tiny": {"copy": 0.8, "reverse": 0.8, "sort": 0.7},
+    "hrm-tiny": {"copy": 0.7, "reverse": 0.7, "sort": 0.7},
 }
-
 
 # --- task generators -------------------------------------------------------------------
 
@@ -236,7 +236,46 @@ def test_models_load_with_auto_classes(sample_models: dict[str, Path], name: str
 def test_heldout_accuracy_beats_floor(sample_models: dict[str, Path], name: str) -> None:
     from benchmarks.samples.evaluation import evaluate
 
-    acc = evaluate(sample_models[name], n=50, tasks=["copy", "reverse"])
+    acc = evaluate(sample_models[name], n=50, tasks=list(MIN_ACCURACY[name]))
     for task, floor in MIN_ACCURACY[name].items():
         assert acc[task] >= floor, (name, task, acc)
     assert read_metadata(sample_models[name])["heldout_accuracy"]["copy"] == pytest.approx(acc["copy"])
+
+
+def test_models_dir_honours_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from benchmarks.samples.prepare import models_dir
+
+    monkeypatch.setenv("ABTEST_MODELS_DIR", str(tmp_path / "elsewhere"))
+    assert models_dir() == tmp_path / "elsewhere"
+    monkeypatch.delenv("ABTEST_MODELS_DIR")
+    monkeypatch.chdir(tmp_path)
+    assert models_dir() == tmp_path / "models"
+
+
+def test_ensure_models_does_not_rebuild_present_models(sample_models: dict[str, Path]) -> None:
+    from benchmarks.samples.prepare import ensure_models
+
+    root = sample_models["hrm-tiny"].parent
+    before = {n: (p / "model.safetensors").stat().st_mtime_ns for n, p in sample_models.items()}
+    t0 = time.monotonic()
+    again = ensure_models(root, progress=False)
+    assert time.monotonic() - t0 < 1.0
+    assert again == sample_models
+    assert {n: (p / "model.safetensors").stat().st_mtime_ns for n, p in again.items()} == before
+
+
+def test_cli_models_list_and_eval(sample_models: dict[str, Path], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from benchmarks.cli import app
+
+    root = str(sample_models["hrm-tiny"].parent)
+    runner = CliRunner()
+    listed = runner.invoke(app, ["models", "list", "--models-dir", root])
+    assert listed.exit_code == 0, listed.output
+    assert listed.output.count("ready") == 2
+    evaluated = runner.invoke(app, ["models", "eval", "--models-dir", root, "--n", "8"])
+    assert evaluated.exit_code == 0, evaluated.output
+    assert "hrm-tiny" in evaluated.output and "reverse" in evaluated.output
+    missing = runner.invoke(app, ["models", "eval", "--models-dir", str(tmp_path)])
+    assert missing.exit_code == 1 and "abtest models prepare" in " ".join(missing.output.split())
