@@ -162,8 +162,10 @@ def agreement_report(
             vs_ref[t] = rep
     noise: dict[str, Any] = {}
     for t in outs1:
-        rep = compare_outputs(outs[t], outs1[t])
-        rep.pop("per_prompt")
+        rep = compare_outputs(outs.get(t, {}), outs1[t])
+        per = rep.pop("per_prompt")
+        _, lo, hi = rate_ci([p["exact_text"] for p in per.values()], seed=seed)
+        rep["exact_match_ci"] = [lo, hi]
         noise[t] = rep
     accuracy: dict[str, Any] = {}
     for t, o in outs.items():
