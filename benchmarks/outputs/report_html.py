@@ -11,7 +11,7 @@ import numpy as np
 
 from benchmarks.metrics import request_metrics
 from benchmarks.outputs.svg import bar_chart, color_map, line_chart
-from benchmarks.outputs.tables import agreement_rows, fmt, metric_rows
+from benchmarks.outputs.tables import agreement_rows, fmt, metric_rows, verdict_rows
 
 __all__ = ["render_html", "write_html"]
 
@@ -116,13 +116,7 @@ def render_html(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
         "<h2>Latency and throughput</h2>",
         _table(*metric_rows(summary)),
         "<h2>Verdicts</h2>",
-        _table(
-            ["level", "A", "B", "pairs", "median(B)/median(A)", "verdict"],
-            [
-                [v["level"], v["a"], v["b"], str(v["n_pairs"]), fmt(v["ratio"]), v["verdict"]]
-                for v in summary.get("verdicts", [])
-            ],
-        ),
+        _table(*verdict_rows(summary.get("verdicts", []) + summary.get("ttft_verdicts", []))),
     ]
     parts.append("<h2>Plots</h2><div class='plots'>")
     colors = color_map(list(run["targets"]) + sorted(set(summary["metrics"]) - set(run["targets"])))

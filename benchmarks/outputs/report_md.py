@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.outputs.tables import agreement_rows, fmt, metric_rows
+from benchmarks.outputs.tables import agreement_rows, fmt, metric_rows, verdict_rows
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -31,12 +31,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
     ]
     lines += ["## Latency and throughput", ""]
     lines += _table(*metric_rows(summary))
-    lines += ["", "## Verdicts (paired per-prompt median E2E latency ratio, bootstrap 95% CI)", ""]
-    vrows = [
-        [v["level"], v["a"], v["b"], str(v["n_pairs"]), fmt(v["ratio"]), v["verdict"]]
-        for v in summary.get("verdicts", [])
-    ]
-    lines += _table(["level", "A", "B", "pairs", "median(B)/median(A)", "verdict"], vrows)
+    lines += ["", "## Verdicts (paired per-prompt median latency ratio, seeded bootstrap 95% CI)", ""]
+    lines += _table(*verdict_rows(summary.get("verdicts", []) + summary.get("ttft_verdicts", [])))
     ag = summary.get("agreement") or {}
     if ag:
         lines += ["", f"## Agreement (level {ag.get('level')}, repeat 0)", ""]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["METRIC_COLUMNS", "agreement_rows", "fmt", "metric_rows"]
+__all__ = ["METRIC_COLUMNS", "agreement_rows", "fmt", "metric_rows", "verdict_rows"]
 
 METRIC_COLUMNS = (
     ("completed", "ok"),
@@ -45,6 +45,24 @@ def metric_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     for t, levels in summary["metrics"].items():
         for lvl, m in levels.items():
             rows.append([t, lvl, *[fmt(m.get(k)) for k, _ in METRIC_COLUMNS], fmt(m.get("errors_by_class"))])
+    return head, rows
+
+
+def verdict_rows(verdicts: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    head = ["level", "metric", "A", "B", "pairs", "median(B)/median(A)", "95% CI", "verdict"]
+    rows = [
+        [
+            v["level"],
+            v.get("metric", "e2el"),
+            v["a"],
+            v["b"],
+            str(v["n_pairs"]),
+            fmt(v["ratio"]),
+            f"[{fmt(v['ci_lo'])}, {fmt(v['ci_hi'])}]",
+            v["verdict"],
+        ]
+        for v in verdicts
+    ]
     return head, rows
 
 
