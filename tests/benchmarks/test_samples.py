@@ -13,10 +13,10 @@ from benchmarks.samples import tasks
 from benchmarks.samples.prepare import MODEL_NAMES, _build_lock, _install, is_complete, read_metadata
 
 # Conservative floors, well under the held-out accuracy measured at seed 0 (n=50 per task):
-# hrm-tiny copy 0.94, reverse 0.94, sort 0.98 (add 0.58); llama-tiny 1.00, 1.00, 0.98 (add 1.00).
+# hrm-tiny copy 1.00, reverse 0.98, sort 0.88 (add 0.32); llama-tiny 1.00, 0.94, 0.94 (add 1.00).
 MIN_ACCURACY = {
-    "llama-tiny": {"copy": 0.8, "reverse": 0.8, "sort": 0.7},
-    "hrm-tiny": {"copy": 0.7, "reverse": 0.7, "sort": 0.7},
+    "llama-tiny": {"copy": 0.8, "reverse": 0.7, "sort": 0.7},
+    "hrm-tiny": {"copy": 0.7, "reverse": 0.7, "sort": 0.6},
 }
 
 # --- task generators -------------------------------------------------------------------
