@@ -86,6 +86,9 @@ class AsyncHrmEngine:
     async def start(self) -> None:
         if self._thread is not None:
             return
+        if self.engine.driver is not None:
+            raise HrmError("this HrmEngine is already driven by another running AsyncHrmEngine")
+        self.engine.driver = self
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="hrm-engine", daemon=True)
         self._thread.start()
@@ -117,6 +120,7 @@ class AsyncHrmEngine:
         self._fail_active(stopped)
         self.engine.scheduler.waiting.clear()
         self.engine.scheduler.running.clear()
+        self.engine.driver = None
 
     @property
     def queue_depth(self) -> int:
@@ -191,11 +195,14 @@ class AsyncHrmEngine:
                     return
                 items = list(self._inbox)
                 self._inbox.clear()
+            # Never hold _wake and engine.lock together (a sync generate() holds the latter).
+            with self.engine.lock:  # excludes a concurrent synchronous HrmEngine.generate()
                 for item in items:
                     if isinstance(item, _Request):
-                        self._queued -= 1
                         self._active[item.seq.seq_id] = item
                         sched.add(item.seq)
+            with self._wake:  # counted as queued until they are in the scheduler's waiting list
+                self._queued -= sum(isinstance(item, _Request) for item in items)
             for item in items:
                 if isinstance(item, _Job):
                     item.run()

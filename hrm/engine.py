@@ -79,6 +79,7 @@ class HrmEngine:
         self.lock = threading.RLock()
         self._ids = itertools.count()
         self._rng = random.SystemRandom()
+        self.driver: object | None = None  # the AsyncHrmEngine running this engine's step loop
 
     @classmethod
     def from_pretrained(
@@ -90,11 +91,16 @@ class HrmEngine:
         max_batch_size: int = 32,
         max_tokens_cap: int = 1024,
         context_window: int | None = None,
+        num_threads: int | None = None,
     ) -> HrmEngine:
+        """Load a checkpoint directory. `num_threads` (optional) sets torch's intra-op threads
+        for the whole process: 1 is fastest for tiny models on a shared CPU."""
         from transformers import AutoTokenizer
 
         from hrm.config import HrmConfig
 
+        if num_threads:
+            torch.set_num_threads(num_threads)
         root = Path(path)
         dev = resolve_device(device)
         dt = resolve_dtype(dtype, HrmConfig.from_file(root / "config.json"), dev)
@@ -216,8 +222,8 @@ class HrmEngine:
             raise InvalidRequestError(f"{len(plist)} params for {len(prompts)} prompts", field="params")
         seqs = [self.make_sequence(p, sp, i) for i, (p, sp) in enumerate(zip(prompts, plist, strict=True))]
         with self.lock:
-            if self.scheduler.has_work():
-                raise RuntimeError("HrmEngine.generate() called while the step loop is busy")
+            if self.scheduler.has_work():  # an AsyncHrmEngine is mid-work on this engine
+                raise RuntimeError("HrmEngine.generate() called while the step loop has work in flight")
             self.runner.ensure_cache(min(len(seqs), self.max_batch_size), max(s.capacity for s in seqs))
             for s in seqs:
                 self.scheduler.add(s)

@@ -74,6 +74,16 @@ def build_tiny(path: Path, prefix_lm: bool, seed: int = 0, vocab: int = 320) -> 
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    """Intra-op threads > 1 on this loaded 2-core box make every op wait for a descheduled
+    OpenMP thread (measured: 8 s instead of 0.02 s for the same generate call)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tiny_causal(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny(tmp_path_factory.mktemp("hrm") / "causal", prefix_lm=False)

@@ -133,4 +133,6 @@ def test_more_prompts_than_max_batch_size(engine):
     assert small.runner.cache is not None and small.runner.cache.rows <= 3
     ref = engine.generate(prompts, params)
     assert [o.token_ids for o in outs] == [o.token_ids for o in ref]
-    assert [len(o.token_ids) for o in outs] == [4 + i for i in range(10)] or any(o.finish_reason == "eos" for o in outs)
+    assert [len(o.token_ids) for o in outs] == [4 + i for i in range(10)] or any(
+        o.finish_reason == "eos" for o in outs
+    )
