@@ -171,9 +171,7 @@ class HrmEngine:
             if not batch.seqs:
                 return []
             if batch.is_prefill:
-                need = max(s.capacity for s in sched.running)
-                rows = min(self.max_batch_size, 1 << (len(sched.running) - 1).bit_length())
-                self.runner.ensure_cache(rows, -(-need // _CACHE_SEQ_ROUND) * _CACHE_SEQ_ROUND)
+                self._reserve(len(sched.running), max(s.capacity for s in sched.running))
                 logits = self.runner.prefill([s.prompt_ids for s in batch.seqs], batch.row0, self.prefix_lm)
             else:
                 dev = self.device
@@ -190,6 +188,11 @@ class HrmEngine:
             for src, dst in result.moves:
                 self.runner.move_row(src, dst)
             return result.finished
+
+    def _reserve(self, rows: int, seq: int) -> None:
+        """Grow the KV cache in coarse steps (rows to a power of two, seq to a multiple of 64)."""
+        rows = min(self.max_batch_size, 1 << (rows - 1).bit_length())
+        self.runner.ensure_cache(rows, -(-seq // _CACHE_SEQ_ROUND) * _CACHE_SEQ_ROUND)
 
     def _sample(self, seqs: list[Sequence], logits: torch.Tensor) -> tuple[list[int], list[float]]:
         if all(s.params.temperature == 0.0 for s in seqs):
@@ -224,7 +227,7 @@ class HrmEngine:
         with self.lock:
             if self.scheduler.has_work():  # an AsyncHrmEngine is mid-work on this engine
                 raise RuntimeError("HrmEngine.generate() called while the step loop has work in flight")
-            self.runner.ensure_cache(min(len(seqs), self.max_batch_size), max(s.capacity for s in seqs))
+            self._reserve(min(len(seqs), self.max_batch_size), max(s.capacity for s in seqs))
             for s in seqs:
                 self.scheduler.add(s)
             while self.scheduler.has_work():
