@@ -157,6 +157,13 @@ def build_models(names: Sequence[str], root: Path, seed: int = 0, progress: bool
     return built
 
 
+def _remove_leftovers(root: Path) -> None:
+    """Delete temp / replaced dirs of builds that were killed (only called under the lock)."""
+    for pattern in (".tmp-*", ".old-*"):
+        for path in root.glob(pattern):
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def _bar_updater(bar: Progress, task: TaskID) -> Callable[[int, int, float], None]:
     def update(step: int, _total: int, loss: float) -> None:
         bar.update(task, completed=step, loss=loss)
@@ -174,6 +181,7 @@ def ensure_models(
     if not force and all(is_complete(p) for p in paths.values()):
         return paths
     with _build_lock(root):
+        _remove_leftovers(root)
         missing = [n for n, p in paths.items() if force or not is_complete(p)]
         if missing:
             build_models(missing, root, seed=seed, progress=progress)

@@ -279,3 +279,22 @@ def test_cli_models_list_and_eval(sample_models: dict[str, Path], tmp_path: Path
     assert "hrm-tiny" in evaluated.output and "reverse" in evaluated.output
     missing = runner.invoke(app, ["models", "eval", "--models-dir", str(tmp_path)])
     assert missing.exit_code == 1 and "abtest models prepare" in " ".join(missing.output.split())
+
+
+def test_interrupted_build_leaves_no_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from benchmarks.samples import prepare, train
+
+    def tiny_training(spec, tokenizer, data, seed=0, progress=None):  # type: ignore[no-untyped-def]
+        return train.build_model(spec, tokenizer, seed)
+
+    def crash_while_saving(model, tokenizer, directory):  # type: ignore[no-untyped-def]
+        (directory / "config.json").write_text("{}")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train, "train_model", tiny_training)
+    monkeypatch.setattr(train, "save_model", crash_while_saving)
+    (tmp_path / ".tmp-hrm-tiny-stale").mkdir()  # left by a killed build
+    with pytest.raises(KeyboardInterrupt):
+        prepare.ensure_models(tmp_path, progress=False)
+    assert not (tmp_path / "hrm-tiny").exists() and not (tmp_path / "llama-tiny").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".build.lock"]
