@@ -86,7 +86,13 @@ def test_unparseable_and_missing_files(tmp_path: Path) -> None:
         load_config(_write(tmp_path, "c.ini", "x"))
 
 
+BUILTIN_KINDS = {"abtest", "hf", "hrm", "tgi", "vllm"}
+
+
 def test_unknown_kind_lists_valid_kinds() -> None:
-    with pytest.raises(ValueError, match="valid kinds: abtest, hf, hrm, tgi, vllm"):
+    # Other test modules register fake kinds in the same process, so check inclusion.
+    with pytest.raises(ValueError, match="unknown backend kind 'triton'; valid kinds: ") as err:
         create_backend({"name": "a", "kind": "triton"})
-    assert kinds() == ["abtest", "hf", "hrm", "tgi", "vllm"]
+    listed = set(str(err.value).split("valid kinds: ")[1].split(", "))
+    assert BUILTIN_KINDS <= listed
+    assert BUILTIN_KINDS <= set(kinds())
