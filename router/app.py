@@ -9,7 +9,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from starlette.responses import JSONResponse, Response
 
 from backends.base import create_backend
@@ -28,6 +28,7 @@ from router.table import BackendFactory, TableHolder, build_table
 __all__ = ["INFERENCE_PATHS", "create_app"]
 
 INFERENCE_PATHS = frozenset({"/generate", "/generate_stream", "/loglikelihood", "/v1/completions"})
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1"})
 log = logging.getLogger("abtest.router")
 
 
@@ -86,9 +87,13 @@ def create_app(config: RouterConfig, *, backend_factory: BackendFactory | None =
         return Response(metrics.render(), media_type="text/plain; version=0.0.4")
 
     @app.post("/admin/reload", responses=ERROR_RESPONSES)
-    async def admin_reload() -> dict[str, int]:
+    async def admin_reload(request: Request) -> Response:
+        # With API keys the auth middleware guards this; without, only local callers may reload.
+        client_host = request.client.host if request.client else ""
+        if not settings.all_api_keys() and client_host not in LOOPBACK_HOSTS:
+            return error_response(403, "forbidden", "/admin/reload is loopback-only when no api_keys are set")
         try:
-            return {"version": await reload_now(state)}
+            return JSONResponse({"version": await reload_now(state)})
         except ValueError as exc:  # a bad config file (the current table stays)
             raise ClientError(f"config: {exc}", field="config") from exc
 

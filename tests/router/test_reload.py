@@ -86,3 +86,14 @@ def test_bad_reload_keeps_current_table(tmp_path: Path) -> None:
         r = client.post("/admin/reload")
         assert r.status_code == 400 and "zzz" in r.json()["error"]["message"]
         assert _arms(client) == {"a"}
+
+
+def test_admin_reload_is_loopback_only_without_api_keys(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient  # its client address is "testclient", not loopback
+
+    cfg = tmp_path / "router.toml"
+    _write(cfg, 1, 0)
+    app = create_app(load_router_config(cfg), backend_factory=FakeFactory())
+    with TestClient(app) as client:
+        r = client.post("/admin/reload")
+        assert r.status_code == 403 and "loopback-only" in r.json()["error"]["message"]
