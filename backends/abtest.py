@@ -41,6 +41,7 @@ from hrm.schemas import (
     GenerateResponse,
     LoglikelihoodRequest,
     LoglikelihoodResponse,
+    Usage,
 )
 
 __all__ = ["AbtestBackend", "AbtestSettings", "generate_body"]
@@ -147,14 +148,19 @@ class AbtestBackend(RemoteBackendBase):
                                                   f"{len(reasons)} finish_reasons for {n} prompts")
         latency = elapsed()
         notes = _param_notes(params) + list(resp.approximations)
-        usage = resp.usage
-        if usage is not None and n > 1:
-            notes.append(_BATCH_USAGE_NOTE.format(p=usage.prompt_tokens, c=usage.completion_tokens, n=n))
-        exact = usage is not None and n == 1
-        return [Completion(text=text, prompt_tokens=usage.prompt_tokens if exact and usage else None,
-                           completion_tokens=usage.completion_tokens if exact and usage else None,
+        per_prompt: list[Usage | None]
+        if resp.prompt_usage is not None and len(resp.prompt_usage) == n:
+            per_prompt = list(resp.prompt_usage)
+        elif resp.usage is not None and n == 1:
+            per_prompt = [resp.usage]
+        else:  # an older server: batch totals only
+            per_prompt = [None] * n
+            if resp.usage is not None:
+                notes.append(_BATCH_USAGE_NOTE.format(p=resp.usage.prompt_tokens, c=resp.usage.completion_tokens, n=n))
+        return [Completion(text=text, prompt_tokens=u.prompt_tokens if u else None,
+                           completion_tokens=u.completion_tokens if u else None,
                            finish_reason=reason, latency_s=latency, approximations=list(notes))
-                for text, reason in zip(resp.completions, reasons)]
+                for text, reason, u in zip(resp.completions, reasons, per_prompt)]
 
     async def stream(self, prompt: str, params: SamplingParams) -> AsyncIterator[StreamEvent]:
         elapsed = timed()

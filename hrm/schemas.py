@@ -68,6 +68,7 @@ class Usage(BaseModel):
 class GenerateResponse(BaseModel):
     completions: list[str]
     usage: Usage | None = None
+    prompt_usage: list[Usage] | None = None  # per prompt, in prompt order (additive)
     finish_reasons: list[FinishReason] | None = None
     backend: str | None = None
     request_id: str | None = None

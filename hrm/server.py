@@ -187,8 +187,11 @@ def create_server_app(cfg: ServerConfig, engine: Any = None) -> FastAPI:
         p_tok, c_tok = sum(o.prompt_tokens for o in outs), sum(len(o.token_ids) for o in outs)
         m_tok.labels("in").inc(p_tok)
         m_tok.labels("out").inc(c_tok)
+        per_prompt = [Usage(prompt_tokens=o.prompt_tokens, completion_tokens=len(o.token_ids),
+                            total_tokens=o.prompt_tokens + len(o.token_ids)) for o in outs]
         return GenerateResponse(completions=[o.text for o in outs], finish_reasons=[o.finish_reason for o in outs],
                                 usage=Usage(prompt_tokens=p_tok, completion_tokens=c_tok, total_tokens=p_tok + c_tok),
+                                prompt_usage=per_prompt,
                                 backend=eng.engine.model_id, request_id=request.state.rid, approximations=approx)
 
     @app.post("/loglikelihood", response_model=LoglikelihoodResponse, response_model_exclude_none=True)

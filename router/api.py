@@ -18,7 +18,7 @@ from hrm.schemas import (
     LoglikelihoodRequest,
     LoglikelihoodResponse,
 )
-from router.common import ctx_of, make_params, routing_hints, sse, sse_body, usage_of
+from router.common import ctx_of, make_params, prompt_usage_of, routing_hints, sse, sse_body, usage_of
 from router.dispatch import call_with_fallback, decide, open_stream
 from router.errors import ClientError
 from router.state import RouterState
@@ -60,7 +60,8 @@ def v1_routes(state: RouterState) -> APIRouter:
         for c in comps:
             approx.extend(a for a in c.approximations if a not in approx)
         texts = [c.text for c in comps]
-        resp = GenerateResponse(completions=texts, usage=usage, backend=ctx.backend, request_id=ctx.request_id,
+        resp = GenerateResponse(completions=texts, usage=usage, prompt_usage=prompt_usage_of(comps),
+                                backend=ctx.backend, request_id=ctx.request_id,
                                 approximations=approx,
                                 finish_reasons=[c.finish_reason for c in comps if c.finish_reason]
                                 if all(c.finish_reason for c in comps) else None)

@@ -47,6 +47,13 @@ def routing_hints(request: Request, sticky_header: str, body_user: str | None,
     return pinned, field, key
 
 
+def prompt_usage_of(completions: list[Completion]) -> list[Usage] | None:
+    if any(c.prompt_tokens is None or c.completion_tokens is None for c in completions):
+        return None
+    return [Usage(prompt_tokens=c.prompt_tokens or 0, completion_tokens=c.completion_tokens or 0,
+                  total_tokens=(c.prompt_tokens or 0) + (c.completion_tokens or 0)) for c in completions]
+
+
 def usage_of(completions: list[Completion]) -> Usage | None:
     if any(c.prompt_tokens is None or c.completion_tokens is None for c in completions):
         return None

@@ -110,11 +110,11 @@ async def test_greedy_generate_equals_in_process_hrm(pair: dict[str, Backend]) -
     assert [(c.text, c.finish_reason) for c in remote] == [(c.text, c.finish_reason) for c in local]
     assert [(c.text, c.finish_reason) for c in split] == [(c.text, c.finish_reason) for c in local]
     assert any(c.text for c in local)
-    # One request per prompt: exact per-prompt usage; a batch: totals only, said so.
-    assert [(c.prompt_tokens, c.completion_tokens) for c in split] == \
-        [(c.prompt_tokens, c.completion_tokens) for c in local]
-    assert all(c.prompt_tokens is None for c in remote)
-    assert all(any("batch only" in a for a in c.approximations) for c in remote)
+    # Per-prompt usage is exact both batched (the server's `prompt_usage`) and one prompt per request.
+    expected = [(c.prompt_tokens, c.completion_tokens) for c in local]
+    assert [(c.prompt_tokens, c.completion_tokens) for c in split] == expected
+    assert [(c.prompt_tokens, c.completion_tokens) for c in remote] == expected
+    assert not any("batch only" in a for c in remote for a in c.approximations)
     one = (await pair["remote"].generate(prompts[:1], GREEDY))[0]
     assert (one.prompt_tokens, one.completion_tokens) == (local[0].prompt_tokens, local[0].completion_tokens)
     assert one.latency_s is not None and one.latency_s > 0
