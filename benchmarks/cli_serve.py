@@ -12,7 +12,7 @@ app = typer.Typer(help="Run the A/B router or the standalone HRM server.", no_ar
 
 @app.command("router")
 def serve_router(
-    config: Annotated[Path, typer.Option("--config", "-c", help="TOML/YAML: [[backends]] + [router]",
+    config: Annotated[Path, typer.Option("--config", "-c", help="TOML/YAML: \\[\\[backends]] tables + a \\[router] section",
                                          exists=True, dir_okay=False)],
     host: Annotated[str, typer.Option(help="bind address")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="bind port")] = 8080,
