@@ -103,6 +103,9 @@ def run_cmd(
     from benchmarks.progress import LiveProgress
     from benchmarks.settings import RunSettings, parse_backend_flag, parse_slo
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own live progress is the one progress display
     console = Console()
     try:
         if resume is not None:
