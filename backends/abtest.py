@@ -92,16 +92,7 @@ def _raise_error_event(name: str, data: Any) -> None:
 @register("abtest", AbtestSettings)
 class AbtestBackend(RemoteBackendBase):
     settings: AbtestSettings
-
-    def __init__(self, settings: AbtestSettings) -> None:
-        super().__init__(settings)
-        self._info: BackendInfo | None = None
-
-    async def health(self) -> bool:
-        try:
-            return await self._http.get_status("/readyz") == 200
-        except BackendUnavailable:
-            return False
+    health_path = "/readyz"  # the v1 servers are healthy once their model is loaded
 
     async def info(self) -> BackendInfo:
         if self._info is None:

@@ -9,8 +9,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from backends.errors import BackendUnavailable
 from backends.http import HttpTransport
 from backends.settings import HttpBackendSettings
+from backends.types import BackendInfo
 
 __all__ = ["PREFIX_LM_NOTE", "RemoteBackendBase", "detect_prefix_lm", "timed"]
 
@@ -45,6 +47,7 @@ def timed() -> Callable[[], float]:
 
 class RemoteBackendBase:
     settings: HttpBackendSettings
+    health_path = "/health"  # 200 means healthy
 
     def __init__(self, settings: HttpBackendSettings) -> None:
         self.settings = settings
@@ -52,6 +55,13 @@ class RemoteBackendBase:
         self._sem: asyncio.Semaphore | None = None
         self._tokenizer: Any = None
         self._prefix_lm = detect_prefix_lm(settings)
+        self._info: BackendInfo | None = None  # filled by the kind's info() on first use
+
+    async def health(self) -> bool:
+        try:
+            return await self._http.get_status(self.health_path) == 200
+        except BackendUnavailable:
+            return False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, url={self.settings.url!r})"

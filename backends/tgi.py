@@ -39,15 +39,6 @@ def _raise_stream_error(name: str, doc: dict[str, Any]) -> None:
 class TgiBackend(RemoteBackendBase):
     settings: TgiSettings
 
-    def __init__(self, settings: TgiSettings) -> None:
-        super().__init__(settings)
-        self._info: BackendInfo | None = None
-
-    async def health(self) -> bool:
-        try:
-            return await self._http.get_status("/health") == 200
-        except BackendUnavailable:
-            return False
 
     async def info(self) -> BackendInfo:
         if self._info is None:

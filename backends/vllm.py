@@ -32,15 +32,6 @@ class VllmSettings(HttpBackendSettings):
 class VllmBackend(RemoteBackendBase):
     settings: VllmSettings
 
-    def __init__(self, settings: VllmSettings) -> None:
-        super().__init__(settings)
-        self._info: BackendInfo | None = None
-
-    async def health(self) -> bool:
-        try:
-            return await self._http.get_status("/health") == 200
-        except BackendUnavailable:
-            return False
 
     async def _model_name(self) -> str:
         return (await self.info()).model
