@@ -26,7 +26,7 @@ from torch import Tensor
 from hrm.config import HrmConfig
 from hrm.model import AttnContext, HrmForCausalLM, KVCache
 
-__all__ = ["LayerWeights", "Weights", "hidden_states", "logits", "rms"]
+__all__ = ["LayerWeights", "Weights", "decode_attention", "hidden_states", "logits", "rms"]
 
 
 class LayerWeights(NamedTuple):
@@ -92,6 +92,15 @@ def _residual(x: Tensor, h: Tensor, w_t: Tensor, b: Tensor | None) -> Tensor:
     return torch.addmm(x if b is None else x + b, h, w_t)
 
 
+def decode_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, scale: float) -> Tensor:
+    """One query per row: q (B, H, D), k/v (B, H, L, D) cache views, bias additive (B*H or 1, 1, L)
+    -> (B*H, 1, D). Three ops; at T = 1 SDPA's per-call setup costs more than the math."""
+    B, H, L, D = k.shape
+    s = torch.baddbmm(bias, q.reshape(B * H, 1, D), k.reshape(B * H, L, D).transpose(1, 2), alpha=scale)
+    p = torch.softmax(s.float(), dim=-1).to(v.dtype)
+    return torch.bmm(p, v.reshape(B * H, L, D))
+
+
 def attention(xn: Tensor, w: LayerWeights, ctx: AttnContext, slot: KVCache | None, cfg: HrmConfig) -> Tensor:
     N, B, T = xn.shape[0], ctx.batch, ctx.tokens
     H, D = cfg.num_attention_heads, int(cfg.head_dim or 0)
@@ -99,13 +108,16 @@ def attention(xn: Tensor, w: LayerWeights, ctx: AttnContext, slot: KVCache | Non
     qk = g[:, 1:3]
     torch.addcmul(qk * ctx.cos, qk.roll(D // 2, dims=-1), ctx.sin, out=qk)  # RoPE, in place
     if slot is not None:
-        k, v = slot.update(ctx, g[:, 2], g[:, 3])
+        k, v = slot.update(ctx, g[:, 2:4])
     else:
         k, v = g[:, 2].view(B, T, H, D).transpose(1, 2), g[:, 3].view(B, T, H, D).transpose(1, 2)
-    q = g[:, 1].view(B, T, H, D).transpose(1, 2)
-    o = F.scaled_dot_product_attention(q, k, v, attn_mask=ctx.mask, is_causal=ctx.is_causal, scale=D**-0.5)
-    o = o.transpose(1, 2).reshape(N, H, D) * torch.sigmoid(g[:, 0])
-    return o.view(N, H * D)
+    if ctx.bias is not None:  # decode: T == 1
+        o = decode_attention(g[:, 1], k, v, ctx.bias, D**-0.5).view(N, H, D)
+    else:
+        q = g[:, 1].view(B, T, H, D).transpose(1, 2)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=ctx.mask, is_causal=ctx.is_causal, scale=D**-0.5)
+        o = o.transpose(1, 2).reshape(N, H, D)
+    return (o * torch.sigmoid(g[:, 0])).view(N, H * D)
 
 
 def layer(x: Tensor, w: LayerWeights, ctx: AttnContext, slot: KVCache | None, cfg: HrmConfig) -> Tensor:

@@ -19,27 +19,25 @@ __all__ = ["AttnContext", "HrmForCausalLM", "HrmKVCache", "KVCache", "rope_table
 
 
 class KVCache(nn.Module):
-    """One preallocated cache slot: k and v of shape (rows, heads, seq, head_dim)."""
+    """One preallocated cache slot: k and v fused as `kv` of shape (2, rows, heads, seq, head_dim),
+    so one `index_copy_` writes both."""
 
-    k_cache: Tensor
-    v_cache: Tensor
+    kv: Tensor
 
     def __init__(
         self, rows: int, heads: int, seq: int, head_dim: int, dtype: torch.dtype, device: torch.device
     ):
         super().__init__()
-        shape = (rows, heads, seq, head_dim)
-        self.register_buffer("k_cache", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
-        self.register_buffer("v_cache", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
+        shape = (2, rows, heads, seq, head_dim)
+        self.register_buffer("kv", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
+        self.flat = self.kv.view(-1, head_dim)  # rows of `flat` are addressed by `HrmKVCache.index`
 
-    def update(self, ctx: AttnContext, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Write k, v (N = B*T, H, D) at rows ctx.row_idx (B, 1) and positions ctx.pos_idx (B or 1, T);
-        return the (B, H, kv_len, D) views of rows row0 .. row0+B-1 that attention reads."""
-        shape = (ctx.batch, ctx.tokens, *k.shape[1:])
-        self.k_cache[ctx.row_idx, :, ctx.pos_idx] = k.view(shape)
-        self.v_cache[ctx.row_idx, :, ctx.pos_idx] = v.view(shape)
-        rows = slice(ctx.row0, ctx.row0 + ctx.batch)
-        return self.k_cache[rows, :, : ctx.kv_len], self.v_cache[rows, :, : ctx.kv_len]
+    def update(self, ctx: AttnContext, kv: Tensor) -> tuple[Tensor, Tensor]:
+        """Write kv (N = B*T, 2, H, D) at the flat rows ctx.kv_index (N*2*H,); return the
+        (B, H, kv_len, D) k and v views of rows row0 .. row0+B-1 that attention reads."""
+        self.flat.index_copy_(0, ctx.kv_index, kv.reshape(-1, kv.shape[-1]))
+        k, v = self.kv[:, ctx.row0 : ctx.row0 + ctx.batch, :, : ctx.kv_len]
+        return k, v
 
 
 class HrmKVCache:
@@ -55,24 +53,31 @@ class HrmKVCache:
         heads, head_dim, dtype, device = self._spec
         return KVCache(rows, heads, seq, head_dim, dtype, device)
 
+    def index(self, rows: Tensor, pos: Tensor) -> Tensor:
+        """Flat `KVCache.flat` rows for writing tokens at cache rows `rows` (B, 1) and positions
+        `pos` (B or 1, T), in the order of `kv.reshape(-1, D)` for kv (B*T, 2, H, D): (B*T*2*H,)."""
+        heads, dev = self._spec[0], rows.device
+        kv, h = torch.arange(2, device=dev)[:, None], torch.arange(heads, device=dev)[None, :]
+        plane = (kv * self.rows * heads + h) * self.seq  # (2, H): offset of (kv, row 0, h, pos 0)
+        base = (rows * heads * self.seq + pos)[..., None, None]  # (B, T, 1, 1)
+        return (base + plane).reshape(-1)
+
     def ensure(self, rows: int, seq: int) -> None:
         if rows <= self.rows and seq <= self.seq:
             return
         rows, seq = max(rows, self.rows), max(seq, self.seq)
         for i, old in enumerate(self.slots):
             new = self._new_slot(rows, seq)
-            new.k_cache[: self.rows, :, : self.seq] = old.k_cache
-            new.v_cache[: self.rows, :, : self.seq] = old.v_cache
+            new.kv[:, : self.rows, :, : self.seq] = old.kv
             self.slots[i] = new
         self.rows, self.seq = rows, seq
 
     def move_row(self, src: int, dst: int) -> None:
         for slot in self.slots:
-            slot.k_cache[dst] = slot.k_cache[src]
-            slot.v_cache[dst] = slot.v_cache[src]
+            slot.kv[:, dst] = slot.kv[:, src]
 
     def nbytes(self) -> int:
-        return sum(s.k_cache.nbytes + s.v_cache.nbytes for s in self.slots)
+        return sum(s.kv.nbytes for s in self.slots)
 
 
 @dataclass
@@ -87,8 +92,8 @@ class AttnContext:
     is_causal: bool
     cache: HrmKVCache | None = None
     row0: int = 0  # first cache row of this batch (rows row0 .. row0+B-1)
-    row_idx: Tensor | None = None  # (B, 1) cache rows written
-    pos_idx: Tensor | None = None  # (B or 1, T) positions written
+    kv_index: Tensor | None = None  # (B*T*2*H,) flat cache rows written, see HrmKVCache.index
+    bias: Tensor | None = None  # decode only: additive mask (B*H or 1, 1, kv_len), see decode_attention
     kv_len: int = 0  # keys attended: [0, kv_len)
 
 

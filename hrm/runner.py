@@ -78,8 +78,8 @@ class ModelRunner:
         B = tokens.shape[0]
         ctx = self._full_context(B, T, lens if prefix_lm else None)
         ctx.cache, ctx.row0, ctx.kv_len = self.cache, row0, T
-        ctx.row_idx = torch.arange(row0, row0 + B, device=self.device)[:, None]
-        ctx.pos_idx = torch.arange(T, device=self.device)[None, :]
+        rows = torch.arange(row0, row0 + B, device=self.device)[:, None]
+        ctx.kv_index = self.cache.index(rows, torch.arange(T, device=self.device)[None, :])
         states = hidden_states(self.weights, tokens.view(-1), ctx)
         last = states[torch.arange(B, device=self.device) * T + lens - 1]  # (B, hidden)
         return logits(self.weights, last).float()
@@ -90,24 +90,26 @@ class ModelRunner:
 
         `uniform`: every row is at position kv_len - 1, so no mask is needed."""
         assert self.cache is not None, "ensure_cache() first"
-        B = tokens.shape[0]
+        B, H = tokens.shape[0], self.cfg.num_attention_heads
         D = self.cos.shape[-1]
-        mask = None
-        if not uniform:
+        if uniform:
+            bias = torch.zeros(1, 1, kv_len, dtype=self.dtype, device=self.device)
+        else:
             keys = torch.arange(kv_len, device=self.device)
-            mask = (keys[None, :] <= pos[:, None]).view(B, 1, 1, kv_len)
+            bias = torch.zeros(B, 1, kv_len, dtype=self.dtype, device=self.device)
+            bias = bias.masked_fill_(keys > pos[:, None, None], float("-inf")).repeat_interleave(H, dim=0)
         ctx = AttnContext(
             batch=B,
             tokens=1,
             cos=self.cos[pos].view(B, 1, 1, D),
             sin=self.sin[pos].view(B, 1, 1, D),
-            mask=mask,
+            mask=None,
             is_causal=False,
             cache=self.cache,
             row0=0,
-            row_idx=torch.arange(B, device=self.device)[:, None],
-            pos_idx=pos[:, None],
+            kv_index=self.cache.index(torch.arange(B, device=self.device)[:, None], pos[:, None]),
             kv_len=kv_len,
+            bias=bias,
         )
         return logits(self.weights, hidden_states(self.weights, tokens, ctx)).float()
 
