@@ -88,9 +88,10 @@ def rms(x: Tensor, eps: Tensor) -> Tensor:
 
     Four ops: the sum of squares as a squared `vector_norm` (within an ulp of `pow(2).mean()`);
     `F.rms_norm` runs about seven on CPU, and the norms are a fifth of a small decode step."""
-    xf = x.float()
-    n = torch.linalg.vector_norm(xf, dim=-1, keepdim=True)
-    return (xf * torch.addcmul(eps, n, n, value=1.0 / x.shape[-1]).rsqrt_()).to(x.dtype)
+    if x.dtype != torch.float32:
+        return rms(x.float(), eps).to(x.dtype)
+    n = torch.linalg.vector_norm(x, dim=-1, keepdim=True)
+    return x * torch.addcmul(eps, n, n, value=1.0 / x.shape[-1]).rsqrt_()
 
 
 def _residual(x: Tensor, h: Tensor, w_t: Tensor, b: Tensor | None) -> Tensor:
@@ -103,7 +104,7 @@ def decode_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, scale: float
     -> (B*H, 1, D). Three ops; at T = 1 SDPA's per-call setup costs more than the math."""
     B, H, L, D = k.shape
     s = torch.baddbmm(bias, q.reshape(B * H, 1, D), k.reshape(B * H, L, D).transpose(1, 2), alpha=scale)
-    p = torch.softmax(s.float(), dim=-1).to(v.dtype)
+    p = torch.softmax(s, dim=-1)  # reduced in fp32 internally for half types too
     return torch.bmm(p, v.reshape(B * H, L, D))
 
 

@@ -33,9 +33,9 @@ class KVCache(nn.Module):
         self.flat = self.kv.view(-1, head_dim)  # rows of `flat` are addressed by `HrmKVCache.index`
 
     def update(self, ctx: AttnContext, kv: Tensor) -> tuple[Tensor, Tensor]:
-        """Write kv (N = B*T, 2, H, D) at the flat rows ctx.kv_index (N*2*H,); return the
+        """Write kv (N = B*T, 2, H, D) at the flat rows ctx.kv_index (N, 2, H); return the
         (B, H, kv_len, D) k and v views of rows row0 .. row0+B-1 that attention reads."""
-        self.flat.index_copy_(0, ctx.kv_index, kv.reshape(-1, kv.shape[-1]))
+        self.flat.index_put_((ctx.kv_index,), kv)
         k, v = self.kv[:, ctx.row0 : ctx.row0 + ctx.batch, :, : ctx.kv_len]
         return k, v
 
@@ -54,13 +54,13 @@ class HrmKVCache:
         return KVCache(rows, heads, seq, head_dim, dtype, device)
 
     def index(self, rows: Tensor, pos: Tensor) -> Tensor:
-        """Flat `KVCache.flat` rows for writing tokens at cache rows `rows` (B, 1) and positions
-        `pos` (B or 1, T), in the order of `kv.reshape(-1, D)` for kv (B*T, 2, H, D): (B*T*2*H,)."""
+        """`KVCache.flat` rows (B*T, 2, H) where tokens at cache rows `rows` (B, 1) and positions
+        `pos` (B or 1, T) write their k and v (B*T, 2, H, D)."""
         heads, dev = self._spec[0], rows.device
         kv, h = torch.arange(2, device=dev)[:, None], torch.arange(heads, device=dev)[None, :]
         plane = (kv * self.rows * heads + h) * self.seq  # (2, H): offset of (kv, row 0, h, pos 0)
         base = (rows * heads * self.seq + pos)[..., None, None]  # (B, T, 1, 1)
-        return (base + plane).reshape(-1)
+        return (base + plane).view(-1, 2, heads)
 
     def ensure(self, rows: int, seq: int) -> None:
         if rows <= self.rows and seq <= self.seq:
@@ -92,7 +92,7 @@ class AttnContext:
     is_causal: bool
     cache: HrmKVCache | None = None
     row0: int = 0  # first cache row of this batch (rows row0 .. row0+B-1)
-    kv_index: Tensor | None = None  # (B*T*2*H,) flat cache rows written, see HrmKVCache.index
+    kv_index: Tensor | None = None  # (B*T, 2, H) flat cache rows written, see HrmKVCache.index
     bias: Tensor | None = None  # decode only: additive mask (B*H or 1, 1, kv_len), see decode_attention
     kv_len: int = 0  # keys attended: [0, kv_len)
 
