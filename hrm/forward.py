@@ -50,7 +50,6 @@ class Weights:
     H: list[LayerWeights]
     eps: Tensor  # 0-dim fp32 rms_norm_eps, on the weights' device
 
-
     @classmethod
     def from_model(cls, model: HrmForCausalLM) -> Weights:
         def stack(mod: torch.nn.Module) -> list[LayerWeights]:
@@ -122,7 +121,9 @@ def attention(xn: Tensor, w: LayerWeights, ctx: AttnContext, slot: KVCache | Non
         o = decode_attention(g[:, 1], k, v, ctx.bias, D**-0.5).view(N, H, D)
     else:
         q = g[:, 1].view(B, T, H, D).transpose(1, 2)
-        o = F.scaled_dot_product_attention(q, k, v, attn_mask=ctx.mask, is_causal=ctx.is_causal, scale=D**-0.5)
+        o = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=ctx.mask, is_causal=ctx.is_causal, scale=D**-0.5
+        )
         o = o.transpose(1, 2).reshape(N, H, D)
     return (o * torch.sigmoid(g[:, 0])).view(N, H * D)
 
