@@ -48,19 +48,24 @@ class HrmKVCache:
         self.num_slots = cfg.num_slots
         self.rows, self.seq = rows, seq
         self.slots: list[KVCache] = [self._new_slot(rows, seq) for _ in range(cfg.num_slots)]
+        self._plane = self._planes()
 
     def _new_slot(self, rows: int, seq: int) -> KVCache:
         heads, head_dim, dtype, device = self._spec
         return KVCache(rows, heads, seq, head_dim, dtype, device)
 
+    def _planes(self) -> Tensor:
+        """(2, H): the `flat` row of (k or v, cache row 0, head h, position 0)."""
+        heads, device = self._spec[0], self._spec[3]
+        kv, h = torch.arange(2, device=device)[:, None], torch.arange(heads, device=device)[None, :]
+        return (kv * self.rows * heads + h) * self.seq
+
     def index(self, rows: Tensor, pos: Tensor) -> Tensor:
         """`KVCache.flat` rows (B*T, 2, H) where tokens at cache rows `rows` (B, 1) and positions
         `pos` (B or 1, T) write their k and v (B*T, 2, H, D)."""
-        heads, dev = self._spec[0], rows.device
-        kv, h = torch.arange(2, device=dev)[:, None], torch.arange(heads, device=dev)[None, :]
-        plane = (kv * self.rows * heads + h) * self.seq  # (2, H): offset of (kv, row 0, h, pos 0)
-        base = (rows * heads * self.seq + pos)[..., None, None]  # (B, T, 1, 1)
-        return (base + plane).view(-1, 2, heads)
+        heads = self._spec[0]
+        base = (rows * (heads * self.seq) + pos)[..., None, None]  # (B, T, 1, 1)
+        return (base + self._plane).view(-1, 2, heads)
 
     def ensure(self, rows: int, seq: int) -> None:
         if rows <= self.rows and seq <= self.seq:
@@ -71,6 +76,7 @@ class HrmKVCache:
             new.kv[:, : self.rows, :, : self.seq] = old.kv
             self.slots[i] = new
         self.rows, self.seq = rows, seq
+        self._plane = self._planes()
 
     def move_row(self, src: int, dst: int) -> None:
         for slot in self.slots:
