@@ -97,13 +97,12 @@ def run_cmd(
 ) -> None:
     """Run the seeded A/B benchmark (no arguments: the embedded default on the sample models)."""
     from rich.console import Console
+    from transformers.utils import logging as hf_logging
 
     from benchmarks import bench
     from benchmarks.console import print_summary
     from benchmarks.progress import LiveProgress
     from benchmarks.settings import RunSettings, parse_backend_flag, parse_slo
-
-    from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # our own live progress is the one progress display
     console = Console()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["HrmError", "InvalidRequestError", "QueueFullError", "CheckpointError"]
+__all__ = ["CheckpointError", "HrmError", "InvalidRequestError", "QueueFullError"]
 
 
 class HrmError(Exception):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from hrm.schemas import FinishReason
 
-__all__ = ["SamplingParams", "CompletionOutput", "LoglikelihoodOutput", "TokenChunk"]
+__all__ = ["CompletionOutput", "LoglikelihoodOutput", "SamplingParams", "TokenChunk"]
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 __all__ = [
     "DEFAULT_MAX_TOKENS_CAP",
+    "ErrorBody",
     "FinishReason",
     "GenerateRequest",
     "GenerateResponse",
-    "Usage",
     "LoglikelihoodRequest",
     "LoglikelihoodResponse",
-    "ErrorBody",
+    "Usage",
 ]
 
 DEFAULT_MAX_TOKENS_CAP = 1024
