@@ -30,11 +30,11 @@ __all__ = ["LayerWeights", "Weights", "decode_attention", "hidden_states", "logi
 
 
 class LayerWeights(NamedTuple):
-    gqkv: Tensor  # (4*A, hidden)
+    gqkv_t: Tensor  # (hidden, 4*A): gqkv_proj.weight.T (a view)
     gqkv_b: Tensor | None
     o_t: Tensor  # (A, hidden): o_proj.weight.T
     o_b: Tensor | None
-    gate_up: Tensor  # (2*I, hidden)
+    gate_up_t: Tensor  # (hidden, 2*I): gate_up_proj.weight.T
     gate_up_b: Tensor | None
     down_t: Tensor  # (I, hidden): down_proj.weight.T
     down_b: Tensor | None
@@ -58,11 +58,11 @@ class Weights:
                 a, m = layer.attn, layer.mlp
                 out.append(
                     LayerWeights(
-                        a.gqkv_proj.weight,
+                        a.gqkv_proj.weight.t(),
                         a.gqkv_proj.bias,
                         a.o_proj.weight.t(),
                         a.o_proj.bias,
-                        m.gate_up_proj.weight,
+                        m.gate_up_proj.weight.t(),
                         m.gate_up_proj.bias,
                         m.down_proj.weight.t(),
                         m.down_proj.bias,
@@ -93,6 +93,11 @@ def rms(x: Tensor, eps: Tensor) -> Tensor:
     return x * torch.addcmul(eps, n, n, value=1.0 / x.shape[-1]).rsqrt_()
 
 
+def _proj(x: Tensor, w_t: Tensor, b: Tensor | None) -> Tensor:
+    """x @ w_t (+ b): `F.linear` without its per-call transpose."""
+    return torch.mm(x, w_t) if b is None else torch.addmm(b, x, w_t)
+
+
 def _residual(x: Tensor, h: Tensor, w_t: Tensor, b: Tensor | None) -> Tensor:
     """x + h @ w_t (+ b), as one addmm."""
     return torch.addmm(x if b is None else x + b, h, w_t)
@@ -110,7 +115,7 @@ def decode_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, scale: float
 def attention(xn: Tensor, w: LayerWeights, ctx: AttnContext, slot: KVCache | None, cfg: HrmConfig) -> Tensor:
     N, B, T = xn.shape[0], ctx.batch, ctx.tokens
     H, D = cfg.num_attention_heads, int(cfg.head_dim or 0)
-    g = F.linear(xn, w.gqkv, w.gqkv_b).view(N, 4, H, D)
+    g = _proj(xn, w.gqkv_t, w.gqkv_b).view(N, 4, H, D)
     qk = g[:, 1:3]
     torch.addcmul(qk * ctx.cos, qk.roll(D // 2, dims=-1), ctx.sin, out=qk)  # RoPE, in place
     if slot is not None:
@@ -130,7 +135,7 @@ def attention(xn: Tensor, w: LayerWeights, ctx: AttnContext, slot: KVCache | Non
 
 def layer(x: Tensor, w: LayerWeights, ctx: AttnContext, slot: KVCache | None, W: Weights) -> Tensor:
     x = _residual(x, attention(rms(x, W.eps), w, ctx, slot, W.cfg), w.o_t, w.o_b)
-    gu = F.linear(rms(x, W.eps), w.gate_up, w.gate_up_b)
+    gu = _proj(rms(x, W.eps), w.gate_up_t, w.gate_up_b)
     inter = gu.shape[-1] // 2
     return _residual(x, F.silu(gu[:, :inter]) * gu[:, inter:], w.down_t, w.down_b)
 
