@@ -101,8 +101,8 @@ class ModelRunner:
         ctx = AttnContext(
             batch=B,
             tokens=1,
-            cos=self.cos[pos].view(B, 1, 1, D),
-            sin=self.sin[pos].view(B, 1, 1, D),
+            cos=self.cos.index_select(0, pos).view(B, 1, 1, D),
+            sin=self.sin.index_select(0, pos).view(B, 1, 1, D),
             mask=None,
             is_causal=False,
             cache=self.cache,
