@@ -20,7 +20,7 @@ __all__ = ["AttnContext", "HrmForCausalLM", "HrmKVCache", "KVCache", "rope_table
 
 class KVCache(nn.Module):
     """One preallocated cache slot: k and v fused as `kv` of shape (2, rows, heads, seq, head_dim),
-    so one `index_copy_` writes both."""
+    so one `index_put_` writes both."""
 
     kv: Tensor
 
