@@ -64,9 +64,7 @@ def healthcheck_argv(test: list[str], port_in_container: int, port: int) -> list
 
 @pytest.fixture
 def started(tmp_path: Path, sample_models: dict[str, Path]) -> Iterator[dict[str, tuple[int, list[str]]]]:
-    missing = {"hrm", "router"} - serve_commands()
-    if missing:
-        pytest.skip(f"`abtest serve {'/'.join(sorted(missing))}` not implemented yet (router helper)")
+    assert {"hrm", "router"} <= serve_commands(), "the cpu profile needs `abtest serve hrm` and `abtest serve router`"
     models = sample_models["hrm-tiny"].parent
     services = load_compose(read_env_file(COMPOSE_DIR / ".env.example"))["services"]
     # The router's config, as mounted at /app/compose/abtest.cpu.toml, with /models mapped.

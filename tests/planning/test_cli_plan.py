@@ -94,9 +94,6 @@ def test_plan_from_abtest_config_uses_backend_kind(tmp_path: Path, monkeypatch: 
     assert code == 2 and "pass --model DIR" in out
 
 
-def test_plan_reads_real_sample_models_when_present() -> None:
-    root = Path("models")
-    if not (root / "hrm-tiny" / "config.json").is_file():
-        pytest.skip("sample models not built (abtest models prepare)")
-    code, out = invoke("--model", str(root / "hrm-tiny"), "--gpus", "T4:1")
+def test_plan_reads_the_real_sample_model(hrm_tiny: Path) -> None:
+    code, out = invoke("--model", str(hrm_tiny), "--gpus", "T4:1")
     assert code == 0 and "[safetensors-header]" in out and "TP=1" in out
