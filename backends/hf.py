@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeVar
 
 from backends.base import register
 from backends.errors import BackendRejected, BackendUnavailable
-from backends.hf_compute import HfModel, load_hf
+from backends.hf_compute import HfModel, load_hf, resolve_device_dtype
 from backends.settings import InProcessSettings
 from backends.stops import StopScanner
 from backends.types import (
@@ -66,7 +66,10 @@ class HfBackend:
             # through the lazy module in worker threads can fail with ImportError.
             from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
 
+            from hrm.threads import configure_threads
+
             try:
+                configure_threads(s.threads, resolve_device_dtype(s.device, s.dtype)[0])
                 self._hf = await asyncio.to_thread(load_hf, s.model, s.device, s.dtype)
             except (OSError, ValueError) as exc:
                 raise BackendUnavailable(self.name, f"cannot load {s.model!r}: {exc}") from None

@@ -9,10 +9,10 @@ from typing import Any
 from backends.scoring import continuation_start, split_context, truncate_at_stop
 from backends.types import Completion, LoglikelihoodResult, SamplingParams
 
-__all__ = ["HfModel", "generate_kwargs", "load_hf"]
+__all__ = ["HfModel", "generate_kwargs", "load_hf", "resolve_device_dtype"]
 
 
-def _resolve(device: str, dtype: str) -> tuple[Any, Any]:
+def resolve_device_dtype(device: str, dtype: str) -> tuple[Any, Any]:
     import torch
 
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
@@ -126,7 +126,7 @@ class HfModel:
 def load_hf(model_id: str, device: str, dtype: str) -> HfModel:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    dev, dt = _resolve(device, dtype)
+    dev, dt = resolve_device_dtype(device, dtype)
     tokenizer = AutoTokenizer.from_pretrained(model_id)
     if tokenizer.pad_token is None:  # batching needs a pad token; EOS is the usual stand-in
         tokenizer.pad_token = tokenizer.eos_token

@@ -75,9 +75,12 @@ class HrmBackend:
 
         from hrm.async_engine import AsyncHrmEngine
         from hrm.engine import HrmEngine
+        from hrm.loader import resolve_device
+        from hrm.threads import configure_threads
 
         s = self.settings
         try:
+            configure_threads(s.threads, resolve_device(s.device))
             engine = await asyncio.to_thread(
                 HrmEngine.from_pretrained, s.model, device=s.device, dtype=s.dtype,
                 max_batch_size=s.max_batch_size, max_tokens_cap=s.max_tokens_cap, context_window=s.context_window,

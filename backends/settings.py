@@ -53,6 +53,8 @@ class InProcessSettings(BackendSettings):
     dtype: str = "auto"
     max_batch_size: int = Field(default=32, ge=1)
     max_concurrency: int = Field(default=1, ge=1)
+    # torch intra-op threads, process-wide (see hrm/threads.py); None: 1 on CPU, torch's default on GPU
+    threads: int | None = Field(default=None, ge=1)
 
 
 def read_api_key(settings: HttpBackendSettings) -> str | None:

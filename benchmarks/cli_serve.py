@@ -43,6 +43,7 @@ def serve_hrm(
     max_batch_size: Annotated[Optional[int], typer.Option(help="env AIOS_MAX_BATCH_SIZE")] = None,  # noqa: UP045
     max_new_tokens: Annotated[Optional[int], typer.Option(help="max_tokens cap (env AIOS_MAX_NEW_TOKENS)")] = None,  # noqa: UP045
     context_window: Annotated[Optional[int], typer.Option(help="context window in tokens")] = None,  # noqa: UP045
+    threads: Annotated[Optional[int], typer.Option(help="torch intra-op threads (default 1 on CPU)", min=1)] = None,  # noqa: UP045
     enable_cors: Annotated[Optional[bool], typer.Option("--enable-cors/--no-cors")] = None,  # noqa: UP045
     cors_origins: Annotated[Optional[list[str]], typer.Option(help="allowed origins (repeatable)")] = None,  # noqa: UP045
     log_level: Annotated[Optional[str], typer.Option(help="debug|info|warning|error")] = None,  # noqa: UP045
@@ -54,6 +55,6 @@ def serve_hrm(
 
     cfg = ServerConfig.from_env(model_path=model_path, device=device, host=host, port=port,
                                 max_batch_size=max_batch_size, max_new_tokens=max_new_tokens,
-                                context_window=context_window, enable_cors=enable_cors,
+                                context_window=context_window, threads=threads, enable_cors=enable_cors,
                                 cors_origins=cors_origins, log_level=log_level)
     raise typer.Exit(run(cfg, dry_run=dry_run, print_config=print_config))

@@ -54,6 +54,7 @@ class ServerConfig:
     max_new_tokens: int = 1024  # the max_tokens cap
     context_window: int | None = None
     max_queue: int = 256
+    threads: int | None = None  # torch intra-op threads; None: 1 on CPU (see hrm/threads.py)
     enable_cors: bool = False
     cors_origins: tuple[str, ...] = ("*",)
     log_level: str = "info"
@@ -103,11 +104,17 @@ def create_server_app(cfg: ServerConfig, engine: Any = None) -> FastAPI:
     async def load() -> None:
         from hrm.async_engine import AsyncHrmEngine
         from hrm.engine import HrmEngine
+        from hrm.loader import resolve_device
+        from hrm.threads import configure_threads
 
         try:
-            eng = engine or await asyncio.to_thread(
-                HrmEngine.from_pretrained, cfg.model_path, device=cfg.device, max_batch_size=cfg.max_batch_size,
-                max_tokens_cap=cfg.max_new_tokens, context_window=cfg.context_window)
+            eng = engine
+            if eng is None:
+                configure_threads(cfg.threads, resolve_device(cfg.device))
+                eng = await asyncio.to_thread(
+                    HrmEngine.from_pretrained, cfg.model_path, device=cfg.device,
+                    max_batch_size=cfg.max_batch_size, max_tokens_cap=cfg.max_new_tokens,
+                    context_window=cfg.context_window)
             aeng = AsyncHrmEngine(eng, max_queue=cfg.max_queue)
             await aeng.start()
             st["engine"] = aeng
@@ -258,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int)
     p.add_argument("--context-window", type=int)
     p.add_argument("--max-queue", type=int)
+    p.add_argument("--threads", type=int, help="torch intra-op threads (default: 1 on CPU, torch's default on GPU)")
     p.add_argument("--enable-cors", action="store_true", default=None)
     p.add_argument("--cors-origins", nargs="*")
     p.add_argument("--log-level")
