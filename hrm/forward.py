@@ -125,11 +125,16 @@ def attention(xn: Tensor, w: LayerWeights, ctx: AttnContext, slot: KVCache | Non
     if ctx.bias is not None:  # decode: T == 1
         o = decode_attention(g[:, 1], k, v, ctx.bias, D**-0.5).view(N, H, D)
     else:
-        q = g[:, 1].view(B, T, H, D).transpose(1, 2)
+        q = g[:, 1]
+        if ctx.packed is not None:  # only real tokens were projected; SDPA wants (B, H, T, D)
+            q = q.new_zeros(B * T, H, D).index_copy_(0, ctx.packed, q)
+        q = q.view(B, T, H, D).transpose(1, 2)
         o = F.scaled_dot_product_attention(
             q, k, v, attn_mask=ctx.mask, is_causal=ctx.is_causal, scale=D**-0.5
         )
-        o = o.transpose(1, 2).reshape(N, H, D)
+        o = o.transpose(1, 2).reshape(B * T, H, D)
+        if ctx.packed is not None:
+            o = o.index_select(0, ctx.packed)
     return (o * torch.sigmoid(g[:, 0])).view(N, H * D)
 
 

@@ -100,6 +100,7 @@ class AttnContext:
     row0: int = 0  # first cache row of this batch (rows row0 .. row0+B-1)
     kv_index: Tensor | None = None  # (B*T, 2, H) flat cache rows written, see HrmKVCache.index
     bias: Tensor | None = None  # decode only: additive mask (B*H or 1, 1, kv_len), see decode_attention
+    packed: Tensor | None = None  # packed prefill: each token's row in the right-padded (B*T) layout
     kv_len: int = 0  # keys attended: [0, kv_len)
 
 

@@ -72,17 +72,33 @@ class ModelRunner:
     @torch.inference_mode()
     def prefill(self, token_lists: list[list[int]], row0: int, prefix_lm: bool) -> Tensor:
         """Run prompts into cache rows [row0, row0+B); return fp32 logits (B, vocab) at each
-        row's last prompt token."""
+        row's last prompt token. The prompts are packed, so projections and MLPs see only
+        real tokens; attention reads the right-padded cache rows."""
         assert self.cache is not None, "ensure_cache() first"
-        tokens, lens, T = self._pad(token_lists)
-        B = tokens.shape[0]
-        ctx = self._full_context(B, T, lens if prefix_lm else None)
-        ctx.cache, ctx.row0, ctx.kv_len = self.cache, row0, T
-        rows = torch.arange(row0, row0 + B, device=self.device)[:, None]
-        ctx.kv_index = self.cache.index(rows, torch.arange(T, device=self.device)[None, :])
-        states = hidden_states(self.weights, tokens.view(-1), ctx)
-        last = states[torch.arange(B, device=self.device) * T + lens - 1]  # (B, hidden)
-        return logits(self.weights, last).float()
+        dev, D = self.device, self.cos.shape[-1]
+        lens = torch.tensor([len(t) for t in token_lists], device=dev)
+        B, T = len(token_lists), max(len(t) for t in token_lists)
+        tokens = torch.tensor([t for ids in token_lists for t in ids], dtype=torch.long, device=dev)
+        N = tokens.shape[0]
+        ends = lens.cumsum(0)
+        rows = torch.arange(B, device=dev).repeat_interleave(lens, output_size=N)
+        pos = torch.arange(N, device=dev) - (ends - lens).repeat_interleave(lens, output_size=N)
+        mask = prefix_mask(lens, T) if prefix_lm else None
+        ctx = AttnContext(
+            batch=B,
+            tokens=T,
+            cos=self.cos.index_select(0, pos).view(N, 1, 1, D),
+            sin=self.sin.index_select(0, pos).view(N, 1, 1, D),
+            mask=mask,
+            is_causal=mask is None and T > 1,
+            cache=self.cache,
+            row0=row0,
+            kv_index=self.cache.index((rows + row0)[:, None], pos[:, None]),
+            kv_len=T,
+            packed=rows * T + pos,
+        )
+        states = hidden_states(self.weights, tokens, ctx)
+        return logits(self.weights, states[ends - 1]).float()
 
     @torch.inference_mode()
     def decode(self, tokens: Tensor, pos: Tensor, kv_len: int, uniform: bool = False) -> Tensor:
