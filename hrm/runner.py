@@ -1,8 +1,9 @@
 """Torch side of the engine: prefill / decode / full-sequence forwards over the KV cache.
 
 Rows of the cache are the rows of the running batch (kept contiguous by the scheduler).
-Prefill writes new sequences at rows [row0, row0 + B), right-padded from position 0;
-decode feeds one token per running row at per-row positions.
+Prefill writes new sequences at rows [row0, row0 + B) from position 0, with the prompts
+packed (no pad tokens go through the model); decode feeds one token per running row at
+per-row positions.
 """
 
 from __future__ import annotations
