@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from hrm.actv1 import Actv1Runner, is_bundle, load_bundle
+from hrm.actv1_model import Actv1Model
 from hrm.errors import InvalidRequestError
 from hrm.loader import load_model, resolve_device, resolve_dtype
 from hrm.loglik import ScoreItem, encode_pair, score_batch
@@ -48,7 +50,7 @@ def validate_params(p: SamplingParams) -> None:
 class HrmEngine:
     def __init__(
         self,
-        model: HrmForCausalLM,
+        model: HrmForCausalLM | Actv1Model,
         tokenizer: Any,
         *,
         model_id: str = "hrm",
@@ -74,7 +76,11 @@ class HrmEngine:
             0,
         )
         pad = cfg.pad_token_id if cfg.pad_token_id is not None else 0
-        self.runner = ModelRunner(model, self.max_context, pad_id=pad)
+        self.runner: ModelRunner | Actv1Runner
+        if isinstance(model, Actv1Model):  # AI-OS ACTV1 brain: bidirectional, recomputed each step
+            self.runner = Actv1Runner(model, self.max_context, pad_id=pad)
+        else:
+            self.runner = ModelRunner(model, self.max_context, pad_id=pad)
         self.scheduler = Scheduler(max_batch_size)
         self.lock = threading.RLock()
         self._ids = itertools.count()
@@ -92,9 +98,12 @@ class HrmEngine:
         max_tokens_cap: int = 1024,
         context_window: int | None = None,
         num_threads: int | None = None,
+        tokenizer_path: str | Path | None = None,
     ) -> HrmEngine:
-        """Load a checkpoint directory. `num_threads` (optional) sets torch's intra-op threads
-        for the whole process: 1 is fastest for tiny models on a shared CPU."""
+        """Load a checkpoint directory: HRM-Text (config.json) or an AI-OS ACTV1 brain bundle
+        (brain.json, see docs/actv1.md). `tokenizer_path` overrides where the tokenizer is
+        loaded from. `num_threads` (optional) sets torch's intra-op threads for the whole
+        process: 1 is fastest for tiny models on a shared CPU."""
         from transformers import AutoTokenizer
 
         from hrm.config import HrmConfig
@@ -103,9 +112,13 @@ class HrmEngine:
             torch.set_num_threads(num_threads)
         root = Path(path)
         dev = resolve_device(device)
-        dt = resolve_dtype(dtype, HrmConfig.from_file(root / "config.json"), dev)
-        model = load_model(root, dev, dt)
-        tokenizer = AutoTokenizer.from_pretrained(str(root))
+        model: HrmForCausalLM | Actv1Model
+        if is_bundle(root):
+            model, tokenizer = load_bundle(root, dev, dtype, tokenizer_path=tokenizer_path)
+        else:
+            dt = resolve_dtype(dtype, HrmConfig.from_file(root / "config.json"), dev)
+            model = load_model(root, dev, dt)
+            tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_path or root))
         return cls(
             model,
             tokenizer,

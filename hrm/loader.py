@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Protocol
 
 import torch
 from safetensors import safe_open
@@ -45,7 +46,11 @@ def resolve_device(device: str | None = "auto") -> torch.device:
     return torch.device(name)
 
 
-def resolve_dtype(dtype: str | torch.dtype | None, cfg: HrmConfig, device: torch.device) -> torch.dtype:
+class _HasDtype(Protocol):
+    torch_dtype: str  # the checkpoint's dtype name (HrmConfig, Actv1Config)
+
+
+def resolve_dtype(dtype: str | torch.dtype | None, cfg: _HasDtype, device: torch.device) -> torch.dtype:
     """fp32/bf16/fp16/auto. `auto` keeps the checkpoint dtype on accelerators, fp32 on CPU."""
     if isinstance(dtype, torch.dtype):
         return dtype

@@ -15,7 +15,9 @@ Tokenization-boundary rule (lm-evaluation-harness `_encode_pair`):
    continuation that alone does not fit raises `InvalidRequestError(field="continuations[i]")`.
 
 For prefix-LM checkpoints the (possibly truncated) prompt tokens are the bidirectional
-prefix (transformers' `token_type_ids == 1`), the continuation is causal.
+prefix (transformers' `token_type_ids == 1`), the continuation is causal. For AI-OS ACTV1
+bundles (fully bidirectional), continuation token i is scored by the last-position logits
+of a forward over `ctx + cont[:i]`: the distribution generation samples it from.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from hrm.actv1 import Actv1Runner
 from hrm.errors import InvalidRequestError
 from hrm.params import LoglikelihoodOutput
 from hrm.runner import ModelRunner
@@ -70,21 +73,26 @@ def encode_pair(
     return ScoreItem(ctx_ids=ctx[-keep:], cont_ids=cont)
 
 
-def score_batch(runner: ModelRunner, items: list[ScoreItem], prefix_lm: bool) -> list[LoglikelihoodOutput]:
-    """Score one batch of (context, continuation) pairs in a single forward."""
-    seqs = [(it.ctx_ids + it.cont_ids)[:-1] for it in items]  # last token is only a target
-    states = runner.full_hidden(seqs, [len(it.ctx_ids) for it in items] if prefix_lm else None)
-    rows: list[int] = []
-    cols: list[int] = []
-    targets: list[int] = []
-    for r, it in enumerate(items):
-        start = len(it.ctx_ids) - 1
-        rows += [r] * len(it.cont_ids)
-        cols += range(start, start + len(it.cont_ids))
-        targets += it.cont_ids
-    dev = states.device
-    picked = states[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)]
-    logp = F.log_softmax(runner.logits(picked).float(), dim=-1)
+def score_batch(
+    runner: ModelRunner | Actv1Runner, items: list[ScoreItem], prefix_lm: bool
+) -> list[LoglikelihoodOutput]:
+    """Score one batch of (context, continuation) pairs (one forward; ACTV1: one per continuation token)."""
+    targets = [t for it in items for t in it.cont_ids]
+    if isinstance(runner, Actv1Runner):
+        logits = runner.continuation_logits([(it.ctx_ids, it.cont_ids) for it in items])
+    else:
+        seqs = [(it.ctx_ids + it.cont_ids)[:-1] for it in items]  # last token is only a target
+        states = runner.full_hidden(seqs, [len(it.ctx_ids) for it in items] if prefix_lm else None)
+        rows: list[int] = []
+        cols: list[int] = []
+        for r, it in enumerate(items):
+            start = len(it.ctx_ids) - 1
+            rows += [r] * len(it.cont_ids)
+            cols += range(start, start + len(it.cont_ids))
+        dev = states.device
+        logits = runner.logits(states[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)])
+    dev = logits.device
+    logp = F.log_softmax(logits.float(), dim=-1)
     tgt = torch.tensor(targets, device=dev)
     tok_lp = logp.gather(1, tgt[:, None])[:, 0].tolist()
     greedy = (logp.argmax(dim=-1) == tgt).tolist()
