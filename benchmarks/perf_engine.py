@@ -4,7 +4,8 @@
 
 - Static batches (1, 8, 32 by default): the same prompts, greedy, exactly `--new-tokens`
   tokens each (EOS ignored on both sides), the two engines interleaved per repeat; the
-  median tokens/s of each and their ratio are printed.
+  median tokens/s of each and their ratio are printed, with the "matmul-only bound": the
+  ratio an engine would reach if everything but its matrix multiplies took no time.
 - Continuous batching: `--concurrent` requests submitted at once to `AsyncHrmEngine`
   vs one request alone; aggregate tokens/s ratio.
 - Peak RSS of a fresh process that loads the engine and generates a batch of 32.
@@ -79,6 +80,33 @@ def _time_hf(model: Any, tok: Any, prompts: list[str], new_tokens: int) -> float
         )
     dt = time.perf_counter() - t0
     return (out.shape[1] - enc["input_ids"].shape[1]) * len(prompts) / dt
+
+
+def _matmul_step_s(engine: Any, batch: int, repeats: int = 200) -> float:
+    """Seconds per decode step spent in the step's matrix multiplies alone (every projection
+    of every recurrence step, plus the LM head, at `batch` rows): a floor no eager engine
+    beats without doing fewer FLOPs, so `hf step time / this` bounds the reachable ratio."""
+    import torch
+
+    W, cfg = engine.runner.weights, engine.runner.cfg
+    applied = [w for _ in range(cfg.H_cycles) for w in W.L * cfg.L_cycles + W.H]
+    x = torch.randn(batch, cfg.hidden_size)
+    mlp_in = torch.randn(batch, cfg.intermediate_size)
+    attn_out = torch.randn(batch, W.L[0].o_t.shape[0])
+
+    def step() -> None:
+        for w in applied:
+            torch.mm(x, w.gqkv_t), torch.addmm(x, attn_out, w.o_t)
+            torch.mm(x, w.gate_up_t), torch.addmm(x, mlp_in, w.down_t)
+        torch.mm(x, W.lm_head.t())
+
+    with torch.inference_mode():
+        for _ in range(20):
+            step()
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            step()
+    return (time.perf_counter() - t0) / repeats
 
 
 async def _continuous(engine: Any, prompts: list[str], new_tokens: int) -> tuple[float, float]:
@@ -164,11 +192,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "threads": torch.get_num_threads(),
         "static": {},
     }
-    print(f"{'batch':>5} {'ours tok/s':>11} {'hf tok/s':>10} {'ratio':>6}")
+    print(f"{'batch':>5} {'ours tok/s':>11} {'hf tok/s':>10} {'ratio':>6} {'matmul-only bound':>18}")
     for b in args.batches:
         ours, ref = statistics.median(samples[b]["ours"]), statistics.median(samples[b]["hf"])
-        report["static"][str(b)] = {"ours_tok_s": ours, "hf_tok_s": ref, "ratio": ours / ref}
-        print(f"{b:>5} {ours:>11.0f} {ref:>10.0f} {ours / ref:>6.2f}")
+        bound = (b / ref) / _matmul_step_s(engine, b)
+        report["static"][str(b)] = {"ours_tok_s": ours, "hf_tok_s": ref, "ratio": ours / ref, "bound": bound}
+        print(f"{b:>5} {ours:>11.0f} {ref:>10.0f} {ours / ref:>6.2f} {bound:>17.2f}x")
     cb = [
         asyncio.run(_continuous(engine, prompts[: args.concurrent], args.new_tokens))
         for _ in range(args.repeats)
