@@ -274,10 +274,13 @@ class Actv1Runner:
     def logits(self, states: Tensor) -> Tensor:
         return self.model.logits(states)
 
-    def continuation_logits(self, pairs: list[tuple[list[int], list[int]]], chunk: int = 32) -> Tensor:
+    def continuation_logits(
+        self, pairs: list[tuple[list[int], list[int]]], prefix_lm: bool = False, chunk: int = 32
+    ) -> Tensor:
         """fp32 (sum of continuation lengths, vocab): continuation token i of each pair is scored
         by the last-position logits of a forward over `ctx + cont[:i]`, i.e. the distribution
         generation would sample it from. (With bidirectional attention one pass over the
-        whole sequence would let each position see the tokens it is scored on.)"""
+        whole sequence would let each position see the tokens it is scored on.) `prefix_lm`
+        is unused: ACTV1 attention is bidirectional everywhere."""
         prefixes = [ctx + cont[:i] for ctx, cont in pairs for i in range(len(cont))]
         return torch.cat([self.last_logits(prefixes[s : s + chunk]) for s in range(0, len(prefixes), chunk)])

@@ -76,21 +76,9 @@ def encode_pair(
 def score_batch(
     runner: ModelRunner | Actv1Runner, items: list[ScoreItem], prefix_lm: bool
 ) -> list[LoglikelihoodOutput]:
-    """Score one batch of (context, continuation) pairs (one forward; ACTV1: one per continuation token)."""
+    """Score one batch of (context, continuation) pairs by teacher forcing."""
     targets = [t for it in items for t in it.cont_ids]
-    if isinstance(runner, Actv1Runner):
-        logits = runner.continuation_logits([(it.ctx_ids, it.cont_ids) for it in items])
-    else:
-        seqs = [(it.ctx_ids + it.cont_ids)[:-1] for it in items]  # last token is only a target
-        states = runner.full_hidden(seqs, [len(it.ctx_ids) for it in items] if prefix_lm else None)
-        rows: list[int] = []
-        cols: list[int] = []
-        for r, it in enumerate(items):
-            start = len(it.ctx_ids) - 1
-            rows += [r] * len(it.cont_ids)
-            cols += range(start, start + len(it.cont_ids))
-        dev = states.device
-        logits = runner.logits(states[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)])
+    logits = runner.continuation_logits([(it.ctx_ids, it.cont_ids) for it in items], prefix_lm)
     dev = logits.device
     logp = F.log_softmax(logits.float(), dim=-1)
     tgt = torch.tensor(targets, device=dev)

@@ -139,5 +139,16 @@ class ModelRunner:
         return hidden_states(self.weights, tokens.view(-1), self._full_context(B, T, plens)).view(B, T, -1)
 
     @torch.inference_mode()
+    def continuation_logits(self, pairs: list[tuple[list[int], list[int]]], prefix_lm: bool) -> Tensor:
+        """(sum of continuation lengths, vocab): one forward over each `ctx + cont[:-1]`; the
+        logits at position len(ctx) - 1 + i score continuation token i."""
+        states = self.full_hidden([(ctx + cont)[:-1] for ctx, cont in pairs],
+                                  [len(ctx) for ctx, _ in pairs] if prefix_lm else None)
+        rows = [r for r, (_, cont) in enumerate(pairs) for _ in cont]
+        cols = [len(ctx) - 1 + i for ctx, cont in pairs for i in range(len(cont))]
+        dev = states.device
+        return self.logits(states[torch.tensor(rows, device=dev), torch.tensor(cols, device=dev)])
+
+    @torch.inference_mode()
     def logits(self, states: Tensor) -> Tensor:
         return logits(self.weights, states)
