@@ -37,6 +37,7 @@ def serve_router(
 @app.command("hrm")
 def serve_hrm(
     model_path: Annotated[Optional[str], typer.Option(help="HRM checkpoint dir (env AIOS_MODEL_PATH)")] = None,  # noqa: UP045
+    tokenizer_path: Annotated[Optional[str], typer.Option(help="tokenizer dir (env AIOS_TOKENIZER_PATH)")] = None,  # noqa: UP045
     device: Annotated[Optional[str], typer.Option(help="auto|cpu|cuda|mps (env AIOS_DEVICE)")] = None,  # noqa: UP045
     host: Annotated[Optional[str], typer.Option(help="bind address")] = None,  # noqa: UP045
     port: Annotated[Optional[int], typer.Option(help="bind port (default 8000)")] = None,  # noqa: UP045
@@ -53,7 +54,7 @@ def serve_hrm(
     """The seed's standalone HRM server (same as `python -m hrm.server`)."""
     from hrm.server import ServerConfig, run
 
-    cfg = ServerConfig.from_env(model_path=model_path, device=device, host=host, port=port,
+    cfg = ServerConfig.from_env(model_path=model_path, tokenizer_path=tokenizer_path, device=device, host=host, port=port,
                                 max_batch_size=max_batch_size, max_new_tokens=max_new_tokens,
                                 context_window=context_window, threads=threads, enable_cors=enable_cors,
                                 cors_origins=cors_origins, log_level=log_level)

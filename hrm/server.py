@@ -47,6 +47,7 @@ log = logging.getLogger("abtest.hrm.server")
 @dataclass
 class ServerConfig:
     model_path: str = ""
+    tokenizer_path: str | None = None  # default: the tokenizer files in model_path
     device: str = "auto"
     host: str = "127.0.0.1"
     port: int = 8000
@@ -65,6 +66,7 @@ class ServerConfig:
         env = os.environ
         vals: dict[str, Any] = {}
         for key, name, conv in (("model_path", "AIOS_MODEL_PATH", str), ("device", "AIOS_DEVICE", str),
+                                ("tokenizer_path", "AIOS_TOKENIZER_PATH", str),
                                 ("max_batch_size", "AIOS_MAX_BATCH_SIZE", int),
                                 ("max_new_tokens", "AIOS_MAX_NEW_TOKENS", int)):
             if env.get(name):
@@ -114,7 +116,7 @@ def create_server_app(cfg: ServerConfig, engine: Any = None) -> FastAPI:
                 eng = await asyncio.to_thread(
                     HrmEngine.from_pretrained, cfg.model_path, device=cfg.device,
                     max_batch_size=cfg.max_batch_size, max_tokens_cap=cfg.max_new_tokens,
-                    context_window=cfg.context_window)
+                    context_window=cfg.context_window, tokenizer_path=cfg.tokenizer_path)
             aeng = AsyncHrmEngine(eng, max_queue=cfg.max_queue)
             await aeng.start()
             st["engine"] = aeng
@@ -258,6 +260,7 @@ class _NotReady(Exception):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m hrm.server", description=__doc__.split("\n\n")[0])
     p.add_argument("--model-path")
+    p.add_argument("--tokenizer-path", help="tokenizer directory (default: the one in --model-path)")
     p.add_argument("--device")
     p.add_argument("--host")
     p.add_argument("--port", type=int)
@@ -287,7 +290,8 @@ def run(cfg: ServerConfig, *, dry_run: bool = False, print_config: bool = False)
 
         t0 = time.perf_counter()
         eng = HrmEngine.from_pretrained(cfg.model_path, device=cfg.device, max_batch_size=cfg.max_batch_size,
-                                        max_tokens_cap=cfg.max_new_tokens, context_window=cfg.context_window)
+                                        max_tokens_cap=cfg.max_new_tokens, context_window=cfg.context_window,
+                                        tokenizer_path=cfg.tokenizer_path)
         print(json.dumps({"model": eng.model_id, "device": str(eng.device), "max_context": eng.max_context,
                           "prefix_lm": eng.prefix_lm, "load_s": round(time.perf_counter() - t0, 3)}))
         return 0

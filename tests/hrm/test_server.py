@@ -97,8 +97,11 @@ def test_env_and_cli_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIOS_MODEL_PATH", "/env/model")
     monkeypatch.setenv("AIOS_MAX_BATCH_SIZE", "4")
     monkeypatch.setenv("AIOS_DEVICE", "cpu")
+    monkeypatch.setenv("AIOS_TOKENIZER_PATH", "/env/tok")
     cfg = ServerConfig.from_env(max_batch_size=8, port=None)
     assert (cfg.model_path, cfg.max_batch_size, cfg.device, cfg.port) == ("/env/model", 8, "cpu", 8000)
+    assert cfg.tokenizer_path == "/env/tok"
+    assert ServerConfig.from_env(tokenizer_path="/cli/tok").tokenizer_path == "/cli/tok"
 
 
 def test_module_print_config_and_dry_run(hrm_tiny: Path) -> None:
@@ -106,7 +109,8 @@ def test_module_print_config_and_dry_run(hrm_tiny: Path) -> None:
                          cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0 and json.loads(out.stdout)["model_path"] == str(hrm_tiny)
     out = subprocess.run([sys.executable, "-m", "hrm.server", "--model-path", str(hrm_tiny), "--dry-run",
-                          "--device", "cpu"], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+                          "--device", "cpu", "--tokenizer-path", str(hrm_tiny)],
+                         cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1])["model"] == hrm_tiny.name
 
