@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         torch.set_num_threads(args.threads)
     model_dir = _resolve_model(Path(args.model))
     engine = HrmEngine.from_pretrained(
-        model_dir, device="cpu", dtype="float32", max_batch_size=max(args.batches)
+        model_dir, device="cpu", dtype="float32", max_batch_size=max(*args.batches, args.concurrent)
     )
     hf = HrmTextForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).eval()
     tok = AutoTokenizer.from_pretrained(str(model_dir), padding_side="left")
