@@ -23,6 +23,7 @@ from torch import Tensor
 
 from hrm.actv1_model import Actv1Config, Actv1Model
 from hrm.errors import CheckpointError
+from hrm.loader import check_keys_and_shapes, resolve_dtype
 
 __all__ = ["BRAIN_JSON", "CHECKPOINT_FILE", "Actv1Runner", "is_bundle", "load_bundle", "read_brain_config",
            "read_brain_json", "resolve_tokenizer"]
@@ -157,8 +158,6 @@ def load_bundle(
     """Build the model from a bundle directory and load its weights strictly; load the tokenizer."""
     from transformers import AutoTokenizer
 
-    from hrm.loader import resolve_dtype
-
     root = Path(path)
     if not root.is_dir():
         raise CheckpointError(f"bundle directory {root} does not exist")
@@ -177,17 +176,7 @@ def load_bundle(
 
     with torch.device("meta"):
         model = Actv1Model(cfg)
-    expected = model.state_dict()
-    missing, unexpected = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
-    if missing or unexpected:
-        raise CheckpointError(f"{weights}: missing keys {missing}; unexpected keys {unexpected}")
-    bad = [
-        f"{k}: file {tuple(t.shape)} vs brain.json {tuple(expected[k].shape)}"
-        for k, t in tensors.items()
-        if tuple(t.shape) != tuple(expected[k].shape)
-    ]
-    if bad:
-        raise CheckpointError(f"{weights}: shape mismatch: {bad}")
+    check_keys_and_shapes(model.state_dict(), tensors, str(weights))
     model.load_state_dict({k: t.to(dt) for k, t in tensors.items()}, strict=True, assign=True)
     model = model.to(device).eval().requires_grad_(False)
 

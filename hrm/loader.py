@@ -15,7 +15,7 @@ from hrm.config import HrmConfig
 from hrm.errors import CheckpointError
 from hrm.model import HrmForCausalLM
 
-__all__ = ["DEVICE_ENV_VARS", "load_model", "load_state_dict", "resolve_device", "resolve_dtype"]
+__all__ = ["DEVICE_ENV_VARS", "check_keys_and_shapes", "load_model", "load_state_dict", "resolve_device", "resolve_dtype"]
 
 DEVICE_ENV_VARS = ("ABTEST_DEVICE", "AIOS_DEVICE")
 _DTYPES = {
@@ -93,6 +93,20 @@ def load_state_dict(path: Path) -> tuple[dict[str, torch.Tensor], str]:
     return tensors, where
 
 
+def check_keys_and_shapes(expected: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor], where: str) -> None:
+    """Raise `CheckpointError` naming every missing and unexpected key, or every shape mismatch."""
+    missing, unexpected = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
+    if missing or unexpected:
+        raise CheckpointError(f"{where}: missing keys {missing}; unexpected keys {unexpected}")
+    bad = [
+        f"{k}: file {tuple(t.shape)} vs model {tuple(expected[k].shape)}"
+        for k, t in tensors.items()
+        if tuple(t.shape) != tuple(expected[k].shape)
+    ]
+    if bad:
+        raise CheckpointError(f"{where}: shape mismatch: {bad}")
+
+
 def load_model(path: str | Path, device: torch.device, dtype: torch.dtype) -> HrmForCausalLM:
     """Build the model from `path` and load its weights strictly (missing/unexpected keys raise)."""
     root = Path(path)
@@ -104,17 +118,6 @@ def load_model(path: str | Path, device: torch.device, dtype: torch.dtype) -> Hr
         tensors["lm_head.weight"] = tensors["model.embed_tokens.weight"]
     with torch.device("meta"):
         model = HrmForCausalLM(cfg)
-    expected = set(model.state_dict().keys())
-    missing, unexpected = sorted(expected - set(tensors)), sorted(set(tensors) - expected)
-    if missing or unexpected:
-        raise CheckpointError(f"{where}: missing keys {missing}; unexpected keys {unexpected}")
-    shapes = model.state_dict()
-    bad = [
-        f"{k}: file {tuple(t.shape)} vs model {tuple(shapes[k].shape)}"
-        for k, t in tensors.items()
-        if tuple(t.shape) != tuple(shapes[k].shape)
-    ]
-    if bad:
-        raise CheckpointError(f"{where}: shape mismatch: {bad}")
+    check_keys_and_shapes(model.state_dict(), tensors, where)
     model.load_state_dict({k: t.to(dtype) for k, t in tensors.items()}, strict=True, assign=True)
     return model.to(device).eval().requires_grad_(False)
