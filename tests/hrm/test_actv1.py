@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -492,3 +493,26 @@ def test_runner_rows_follow_scheduler_moves(eng):
     batched = eng.generate(PROMPTS, plist)
     for p, sp, out in zip(PROMPTS, plist, batched, strict=True):
         assert out.token_ids == eng.generate([p], copy.copy(sp))[0].token_ids
+
+
+def test_server_serves_a_bundle_from_model_path(bundles):
+    """The server's own load path (no injected engine): generate and loglikelihood over HTTP."""
+    import httpx
+
+    from hrm.server import ServerConfig, create_server_app
+    from tests.router.fakes import serve_app
+
+    path, _ = bundles["rope"]
+    app = create_server_app(ServerConfig(model_path=str(path), device="cpu", max_new_tokens=8))
+    with serve_app(app) as url, httpx.Client(base_url=url, timeout=60) as client:
+        deadline = time.monotonic() + 60
+        while client.get("/readyz").status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        r = client.post("/generate", json={"prompts": ["ab", "abc"], "max_tokens": 4, "temperature": 0})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert len(body["completions"]) == 2
+        assert all(1 <= u["completion_tokens"] <= 4 for u in body["prompt_usage"])
+        r = client.post("/loglikelihood", json={"prompts": ["ab"], "continuations": ["c"]})
+        assert r.status_code == 200, r.text
+        assert r.json()["ll"][0] < 0
