@@ -45,6 +45,8 @@ def serve_hrm(
     max_new_tokens: Annotated[Optional[int], typer.Option(help="max_tokens cap (env AIOS_MAX_NEW_TOKENS)")] = None,  # noqa: UP045
     context_window: Annotated[Optional[int], typer.Option(help="context window in tokens")] = None,  # noqa: UP045
     threads: Annotated[Optional[int], typer.Option(help="torch intra-op threads (default 1 on CPU)", min=1)] = None,  # noqa: UP045
+    max_body_bytes: Annotated[Optional[int], typer.Option(help="larger bodies get 413", min=1024)] = None,  # noqa: UP045
+    api_key_file: Annotated[Optional[str], typer.Option(help="bearer keys, one per line (env AIOS_API_KEY)")] = None,  # noqa: UP045
     enable_cors: Annotated[Optional[bool], typer.Option("--enable-cors/--no-cors")] = None,  # noqa: UP045
     cors_origins: Annotated[Optional[list[str]], typer.Option(help="allowed origins (repeatable)")] = None,  # noqa: UP045
     log_level: Annotated[Optional[str], typer.Option(help="debug|info|warning|error")] = None,  # noqa: UP045
@@ -56,6 +58,7 @@ def serve_hrm(
 
     cfg = ServerConfig.from_env(model_path=model_path, tokenizer_path=tokenizer_path, device=device, host=host, port=port,
                                 max_batch_size=max_batch_size, max_new_tokens=max_new_tokens,
-                                context_window=context_window, threads=threads, enable_cors=enable_cors,
+                                context_window=context_window, threads=threads, max_body_bytes=max_body_bytes,
+                                api_key_file=api_key_file, enable_cors=enable_cors,
                                 cors_origins=cors_origins, log_level=log_level)
     raise typer.Exit(run(cfg, dry_run=dry_run, print_config=print_config))

@@ -2,7 +2,8 @@
 
 `python -m hrm.server --model-path models/hrm-tiny` (or `abtest serve hrm`). Env
 `AIOS_MODEL_PATH`, `AIOS_DEVICE`, `AIOS_MAX_BATCH_SIZE`, `AIOS_MAX_NEW_TOKENS`,
-`AIOS_CORS_ORIGINS` are read; CLI flags win over them. Endpoints: POST /generate,
+`AIOS_CORS_ORIGINS`, `AIOS_TOKENIZER_PATH` are read; CLI flags win over them. With
+`AIOS_API_KEY` or `--api-key-file`, every endpoint but the probes needs a bearer key. Endpoints: POST /generate,
 /loglikelihood, /generate_stream (SSE: `token` events, then `done` with usage), GET
 /healthz, /readyz, /metrics. The model loads in the background: /healthz answers at
 once, /readyz turns 200 when the model is loaded. Independent of `router/` and `backends/`.
@@ -28,6 +29,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from hrm.asgi import AuthMiddleware, BodyLimitMiddleware
 from hrm.errors import InvalidRequestError, QueueFullError
 from hrm.params import SamplingParams
 from hrm.schemas import (
@@ -39,7 +41,7 @@ from hrm.schemas import (
     Usage,
 )
 
-__all__ = ["ServerConfig", "create_server_app", "main"]
+__all__ = ["ServerConfig", "api_keys", "create_server_app", "main"]
 
 log = logging.getLogger("abtest.hrm.server")
 
@@ -55,6 +57,8 @@ class ServerConfig:
     max_new_tokens: int = 1024  # the max_tokens cap
     context_window: int | None = None
     max_queue: int = 256
+    max_body_bytes: int = 1_000_000  # larger request bodies get 413
+    api_key_file: str | None = None  # one bearer key per line; AIOS_API_KEY adds one more
     threads: int | None = None  # torch intra-op threads; None: 1 on CPU (see hrm/threads.py)
     enable_cors: bool = False
     cors_origins: tuple[str, ...] = ("*",)
@@ -77,6 +81,16 @@ class ServerConfig:
         if "cors_origins" in vals:
             vals["cors_origins"] = tuple(vals["cors_origins"])
         return cls(**vals)
+
+
+def api_keys(cfg: ServerConfig) -> list[str]:
+    """Bearer keys from AIOS_API_KEY and `api_key_file`; none means no auth. The keys never
+    enter `ServerConfig`, so `--print-config` cannot show them."""
+    keys = [os.environ.get("AIOS_API_KEY", "").strip()]
+    if cfg.api_key_file:
+        with open(cfg.api_key_file, encoding="utf-8") as f:
+            keys += [line.strip() for line in f]
+    return [k for k in keys if k and not k.startswith("#")]
 
 
 def _error(status: int, type_: str, message: str, field: str | None = None,
@@ -134,6 +148,11 @@ def create_server_app(cfg: ServerConfig, engine: Any = None) -> FastAPI:
             await st["engine"].stop(drain=True)
 
     app = FastAPI(title="HRM server", version="1", lifespan=lifespan)
+    # Added innermost first: request id -> CORS -> auth -> body limit -> routes.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=cfg.max_body_bytes)
+    keys = api_keys(cfg)
+    if keys:
+        app.add_middleware(AuthMiddleware, keys=keys)
     if cfg.enable_cors:
         from starlette.middleware.cors import CORSMiddleware
 
@@ -268,6 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-new-tokens", type=int)
     p.add_argument("--context-window", type=int)
     p.add_argument("--max-queue", type=int)
+    p.add_argument("--max-body-bytes", type=int, help="larger request bodies get 413 (default 1000000)")
+    p.add_argument("--api-key-file", help="require `Authorization: Bearer <key>`, one key per line (env AIOS_API_KEY)")
     p.add_argument("--threads", type=int, help="torch intra-op threads (default: 1 on CPU, torch's default on GPU)")
     p.add_argument("--enable-cors", action="store_true", default=None)
     p.add_argument("--cors-origins", nargs="*")
@@ -297,8 +318,12 @@ def run(cfg: ServerConfig, *, dry_run: bool = False, print_config: bool = False)
         return 0
     import uvicorn
 
-    uvicorn.run(create_server_app(cfg), host=cfg.host, port=cfg.port, log_level=cfg.log_level,
-                timeout_graceful_shutdown=30)
+    try:
+        app = create_server_app(cfg)
+    except OSError as exc:
+        print(f"error: --api-key-file {cfg.api_key_file}: {exc.strerror}", file=sys.stderr)
+        return 2
+    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level=cfg.log_level, timeout_graceful_shutdown=30)
     return 0
 
 

@@ -1,53 +1,33 @@
-"""Plain ASGI middleware: request context + headers + access log + metrics, auth, body
-limit, admission (the global bound beyond which requests get 429)."""
+"""Plain ASGI middleware: request context + headers + access log + metrics, admission (the
+global bound beyond which requests get 429). Auth and the body limit live in `hrm.asgi`,
+shared with the HRM server."""
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
-from hrm.schemas import ErrorBody
+from hrm.asgi import (
+    ASGIApp,
+    AuthMiddleware,
+    BodyLimitMiddleware,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    header,
+    send_error,
+)
 from router.context import RequestContext
 from router.metrics import RouterMetrics
 
 __all__ = ["AdmissionMiddleware", "AuthMiddleware", "BodyLimitMiddleware", "ContextMiddleware"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
 _RID_OK = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 _access_log = logging.getLogger("abtest.router.access")
-_OPEN_PATHS = frozenset({"/healthz", "/readyz"})
-
-
-def _error_body(type_: str, message: str, field: str | None = None) -> bytes:
-    return ErrorBody(error=ErrorBody.Detail(type=type_, message=message, field=field)).model_dump_json().encode()
-
-
-async def send_error(
-    send: Send, status: int, type_: str, message: str, field: str | None = None,
-    headers: list[tuple[bytes, bytes]] | None = None,
-) -> None:
-    body = _error_body(type_, message, field)
-    hdrs = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": hdrs + (headers or [])})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for k, v in scope.get("headers", ()):
-        if k == name:
-            return str(v.decode("latin-1"))
-    return None
 
 
 class ContextMiddleware:
@@ -61,7 +41,7 @@ class ContextMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        rid = _header(scope, b"x-request-id")
+        rid = header(scope, b"x-request-id")
         if rid is None or not _RID_OK.match(rid):
             rid = uuid.uuid4().hex
         ctx = RequestContext(request_id=rid, method=scope["method"], path=scope["path"])
@@ -111,68 +91,6 @@ class ContextMiddleware:
                 "tokens_out": ctx.tokens_out, "error": ctx.error,
                 **({"prompts": ctx.prompts} if ctx.prompts is not None else {}),
             }))
-
-
-class AuthMiddleware:
-    """Bearer API keys (constant-time compare). 401 without a key, 403 with a wrong one."""
-
-    def __init__(self, app: ASGIApp, keys: list[str]) -> None:
-        self.app = app
-        self.keys = [k.encode() for k in keys]
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in _OPEN_PATHS or scope["method"] == "OPTIONS":
-            await self.app(scope, receive, send)
-            return
-        auth = _header(scope, b"authorization")
-        if not auth or not auth.lower().startswith("bearer ") or not auth[7:].strip():
-            await send_error(send, 401, "unauthorized", "missing bearer token (Authorization: Bearer <key>)",
-                             "Authorization", [(b"www-authenticate", b"Bearer")])
-            return
-        given = auth[7:].strip().encode()
-        ok = False
-        for k in self.keys:  # compare against every key: timing does not reveal which matched
-            ok |= hmac.compare_digest(given, k)
-        if not ok:
-            await send_error(send, 403, "forbidden", "invalid API key", "Authorization")
-            return
-        await self.app(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class BodyLimitMiddleware:
-    """413 for bodies over the limit: by Content-Length up front, or while streaming in."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        length = _header(scope, b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            await send_error(send, 413, "payload_too_large",
-                             f"request body exceeds {self.max_bytes} bytes", "body")
-            return
-        seen = 0
-
-        async def limited_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    from fastapi import HTTPException
-
-                    raise HTTPException(413, f"request body exceeds {self.max_bytes} bytes")
-            return message
-
-        await self.app(scope, limited_receive, send)
 
 
 class AdmissionMiddleware:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hrm.server import ServerConfig, create_server_app
+from hrm.server import ServerConfig, create_server_app, run
 from tests.router.fakes import serve_app
 
 REPO = Path(__file__).resolve().parents[2]
@@ -135,3 +136,36 @@ def test_queue_full_is_429_with_retry_after(hrm_tiny: Path) -> None:
     assert 200 in codes and 429 in codes and set(codes) <= {200, 429}, codes
     rejected = next(r for r in responses if r.status_code == 429)
     assert int(rejected.headers["retry-after"]) >= 1 and rejected.json()["error"]["type"] == "overloaded"
+
+
+def test_bearer_keys_and_body_limit(hrm_tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hrm.engine import HrmEngine
+
+    keys = tmp_path / "keys"
+    keys.write_text("# comment\nfile-key\n")
+    monkeypatch.setenv("AIOS_API_KEY", "env-key")
+    engine = HrmEngine.from_pretrained(hrm_tiny, device="cpu", max_batch_size=2, max_tokens_cap=4)
+    cfg = ServerConfig(model_path=str(hrm_tiny), api_key_file=str(keys), max_body_bytes=2048)
+    shown = json.dumps(dataclasses.asdict(cfg))  # what --print-config prints
+    assert "env-key" not in shown and "file-key" not in shown
+    body = {"prompts": ["copy: ab ="], "max_tokens": 2, "temperature": 0}
+    with serve_app(create_server_app(cfg, engine=engine)) as url, httpx.Client(base_url=url, timeout=60) as c:
+        deadline = time.monotonic() + 30
+        while c.get("/readyz").status_code != 200 and time.monotonic() < deadline:  # probes need no key
+            time.sleep(0.05)
+        assert c.get("/healthz").status_code == 200
+        r = c.post("/generate", json=body)
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+        assert r.json()["error"]["field"] == "Authorization"
+        assert c.post("/generate", json=body, headers={"Authorization": "Bearer nope"}).status_code == 403
+        for key in ("file-key", "env-key"):
+            r = c.post("/generate", json=body, headers={"Authorization": f"Bearer {key}"})
+            assert r.status_code == 200, r.text
+        big = {**body, "prompts": ["x" * 4096]}
+        r = c.post("/generate", json=big, headers={"Authorization": "Bearer env-key"})
+        assert r.status_code == 413 and r.json()["error"]["field"] == "body"
+
+
+def test_unreadable_api_key_file_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(ServerConfig(model_path="m", api_key_file="/nonexistent/keys")) == 2
+    assert "--api-key-file /nonexistent/keys" in capsys.readouterr().err
