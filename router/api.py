@@ -139,7 +139,10 @@ def v1_routes(state: RouterState) -> APIRouter:
                     "request_id": ctx.request_id, "approximations": approx + list(final.approximations)}
             return [sse(json.dumps(done), "done")]
 
-        return StreamingResponse(sse_body(stream, stack, ctx, on_event, on_final, "error"),
+        def shadow(text: str) -> None:
+            state.shadow.maybe_generate(table, ctx.request_id, ctx.backend or "", body.prompts, params, [text])
+
+        return StreamingResponse(sse_body(stream, stack, ctx, on_event, on_final, "error", shadow),
                                  media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     return r

@@ -75,9 +75,11 @@ def sse_body(
     on_event: Callable[[StreamEvent], bytes | None],
     on_final: Callable[[Completion, str], list[bytes]],
     error_event: str | None,
+    on_done: Callable[[str], object] | None = None,
 ) -> AsyncIterator[bytes]:
     """The SSE body: chunks, then the final event(s); errors after the first byte become an
-    error event (no retry: the client already has partial output)."""
+    error event (no retry: the client already has partial output). `on_done` gets the whole
+    text once the backend has finished (the shadow hook)."""
 
     async def gen() -> AsyncIterator[bytes]:
         text: list[str] = []
@@ -91,6 +93,8 @@ def sse_body(
                     final = ev.final
                     ctx.tokens_in += final.prompt_tokens or 0
                     ctx.tokens_out += final.completion_tokens or 0
+                    if on_done is not None:
+                        on_done("".join(text))
                     for chunk in on_final(final, "".join(text)):
                         yield chunk
                     return

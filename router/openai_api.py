@@ -107,7 +107,10 @@ def openai_routes(state: RouterState) -> APIRouter:
                 last["usage"] = usage.model_dump() if usage else None
             return [sse(json.dumps(last)), sse("[DONE]")]
 
-        return StreamingResponse(sse_body(stream, stack, ctx, on_event, on_final, None),
+        def shadow(text: str) -> None:
+            state.shadow.maybe_generate(table, ctx.request_id, model, prompts, params, [text])
+
+        return StreamingResponse(sse_body(stream, stack, ctx, on_event, on_final, None, shadow),
                                  media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
 
     return r

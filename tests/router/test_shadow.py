@@ -91,3 +91,17 @@ def test_sample_rate_zero_sends_nothing(tmp_path: Path) -> None:
             lr.client.post("/generate", json={"prompts": ["p"]})
         time.sleep(0.1)
         assert lr.backend("s").calls == 0 and not log.exists()
+
+
+def test_streamed_requests_are_shadowed_with_the_streamed_text(tmp_path: Path) -> None:
+    log = tmp_path / "shadow.jsonl"
+    with live_router(SPECS, split={"a": 1}, shadow={"backend": "s", "log_path": str(log)}) as lr:
+        r1 = lr.client.post("/generate_stream", json={"prompts": ["hi"], "temperature": 0})
+        r2 = lr.client.post("/v1/completions", json={"model": "a", "prompt": "yo", "stream": True})
+        assert r1.status_code == 200 and "event: done" in r1.text
+        assert r2.status_code == 200 and "[DONE]" in r2.text
+        recs = {rec["request_id"]: rec for rec in _wait_lines(log, 2)}
+        v1, oai = recs[r1.headers["x-request-id"]], recs[r2.headers["x-request-id"]]
+        assert v1["primary"] == "a" and v1["primary_output"] == ["a:hi"] and v1["shadow_output"] == ["hi"]
+        assert oai["primary_output"] == ["a:yo"] and oai["agreement"] is False
+        assert sorted(lr.backend("s").prompts) == ["hi", "yo"]
