@@ -4,7 +4,7 @@ request-body limit, with errors in the v1 error shape (`hrm.schemas.ErrorBody`).
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 from hrm.schemas import ErrorBody
@@ -43,14 +43,16 @@ def header(scope: Scope, name: bytes) -> str | None:
 
 
 class AuthMiddleware:
-    """Bearer API keys (constant-time compare). 401 without a key, 403 with a wrong one."""
+    """Bearer API keys (constant-time compare). 401 without a key, 403 with a wrong one.
+    `keys()` is asked on every request, so keys can change at run time; none means open."""
 
-    def __init__(self, app: ASGIApp, keys: list[str]) -> None:
+    def __init__(self, app: ASGIApp, keys: Callable[[], Sequence[str]]) -> None:
         self.app = app
-        self.keys = [k.encode() for k in keys]
+        self.keys = keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or scope["method"] == "OPTIONS":
+        keys = self.keys()
+        if scope["type"] != "http" or not keys or scope["path"] in OPEN_PATHS or scope["method"] == "OPTIONS":
             await self.app(scope, receive, send)
             return
         auth = header(scope, b"authorization")
@@ -60,22 +62,19 @@ class AuthMiddleware:
             return
         given = auth[7:].strip().encode()
         ok = False
-        for k in self.keys:  # compare against every key: timing does not reveal which matched
-            ok |= hmac.compare_digest(given, k)
+        for k in keys:  # compare against every key: timing does not reveal which matched
+            ok |= hmac.compare_digest(given, k.encode())
         if not ok:
             await send_error(send, 403, "forbidden", "invalid API key", "Authorization")
             return
         await self.app(scope, receive, send)
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class BodyLimitMiddleware:
-    """413 for bodies over the limit: by Content-Length up front, or while streaming in."""
+    """413 for bodies over `max_bytes()` (asked per request): by Content-Length up front, or
+    while streaming in."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: Callable[[], int]) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
@@ -83,10 +82,10 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.max_bytes()
         length = header(scope, b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.max_bytes):
-            await send_error(send, 413, "payload_too_large",
-                             f"request body exceeds {self.max_bytes} bytes", "body")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            await send_error(send, 413, "payload_too_large", f"request body exceeds {limit} bytes", "body")
             return
         seen = 0
 
@@ -95,10 +94,10 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
+                if seen > limit:
                     from fastapi import HTTPException
 
-                    raise HTTPException(413, f"request body exceeds {self.max_bytes} bytes")
+                    raise HTTPException(413, f"request body exceeds {limit} bytes")
             return message
 
         await self.app(scope, limited_receive, send)

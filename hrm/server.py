@@ -149,10 +149,10 @@ def create_server_app(cfg: ServerConfig, engine: Any = None) -> FastAPI:
 
     app = FastAPI(title="HRM server", version="1", lifespan=lifespan)
     # Added innermost first: request id -> CORS -> auth -> body limit -> routes.
-    app.add_middleware(BodyLimitMiddleware, max_bytes=cfg.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=lambda: cfg.max_body_bytes)
     keys = api_keys(cfg)
     if keys:
-        app.add_middleware(AuthMiddleware, keys=keys)
+        app.add_middleware(AuthMiddleware, keys=lambda: keys)
     if cfg.enable_cors:
         from starlette.middleware.cors import CORSMiddleware
 

@@ -63,7 +63,8 @@ def create_app(config: RouterConfig, *, backend_factory: BackendFactory | None =
     settings = config.router
     metrics = RouterMetrics()
     state = RouterState(config=config, factory=backend_factory or create_backend, metrics=metrics,
-                        shadow=ShadowRunner(metrics, settings.log_prompts, settings.seed))
+                        shadow=ShadowRunner(metrics, settings.log_prompts, settings.seed),
+                        api_keys=settings.all_api_keys())
     app = FastAPI(title="abtest router", version="1", lifespan=_lifespan(state))
     app.state.router = state
     install_error_handlers(app)
@@ -90,7 +91,7 @@ def create_app(config: RouterConfig, *, backend_factory: BackendFactory | None =
     async def admin_reload(request: Request) -> Response:
         # With API keys the auth middleware guards this; without, only local callers may reload.
         client_host = request.client.host if request.client else ""
-        if not settings.all_api_keys() and client_host not in LOOPBACK_HOSTS:
+        if not state.api_keys and client_host not in LOOPBACK_HOSTS:
             return error_response(403, "forbidden", "/admin/reload is loopback-only when no api_keys are set")
         try:
             return JSONResponse({"version": await reload_now(state)})
@@ -98,12 +99,11 @@ def create_app(config: RouterConfig, *, backend_factory: BackendFactory | None =
             raise ClientError(f"config: {exc}", field="config") from exc
 
     # Added innermost first: Context is outermost, so its headers cover every response.
-    app.add_middleware(AdmissionMiddleware, metrics=metrics, max_queue=settings.max_queue,
-                       retry_after_s=settings.retry_after_s, paths=INFERENCE_PATHS)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    keys = settings.all_api_keys()
-    if keys:
-        app.add_middleware(AuthMiddleware, keys=keys)
+    # Limits and keys are read from `state` per request, so a reload changes them.
+    app.add_middleware(AdmissionMiddleware, metrics=metrics, paths=INFERENCE_PATHS,
+                       limits=lambda: (state.config.router.max_queue, state.config.router.retry_after_s))
+    app.add_middleware(BodyLimitMiddleware, max_bytes=lambda: state.config.router.max_body_bytes)
+    app.add_middleware(AuthMiddleware, keys=lambda: state.api_keys)
     if settings.enable_cors:
         from starlette.middleware.cors import CORSMiddleware
 

@@ -9,6 +9,7 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable
 
 from hrm.asgi import (
     ASGIApp,
@@ -96,12 +97,11 @@ class ContextMiddleware:
 class AdmissionMiddleware:
     """Global bound on requests inside the router (waiting + running): beyond it, 429."""
 
-    def __init__(self, app: ASGIApp, metrics: RouterMetrics, max_queue: int, retry_after_s: int,
+    def __init__(self, app: ASGIApp, metrics: RouterMetrics, limits: Callable[[], tuple[int, int]],
                  paths: frozenset[str]) -> None:
         self.app = app
         self.metrics = metrics
-        self.max_queue = max_queue
-        self.retry_after = str(retry_after_s).encode()
+        self.limits = limits  # (max_queue, retry_after_s), asked per request: hot-reloadable
         self.paths = paths
         self.active = 0
 
@@ -109,11 +109,12 @@ class AdmissionMiddleware:
         if scope["type"] != "http" or scope["path"] not in self.paths:
             await self.app(scope, receive, send)
             return
-        if self.active >= self.max_queue:
+        max_queue, retry_after_s = self.limits()
+        if self.active >= max_queue:
             self.metrics.rejected.inc()
             await send_error(send, 429, "overloaded",
-                             f"router is at its queue bound ({self.max_queue} requests); retry later",
-                             None, [(b"retry-after", self.retry_after)])
+                             f"router is at its queue bound ({max_queue} requests); retry later",
+                             None, [(b"retry-after", str(retry_after_s).encode())])
             return
         self.active += 1
         self.metrics.active.set(self.active)

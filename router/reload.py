@@ -2,8 +2,8 @@
 or POST /admin/reload). In-flight requests finish on the table they started with.
 
 Reloadable: backends (and their weights/model paths), split, policy, fallback, shadow,
-retries, breaker and health settings. Server-level settings (auth keys, body limit,
-queue bound, CORS) are read once at startup.
+retries, breaker and health settings, API keys, the body limit and the queue bound. CORS,
+host, port and workers are read once at startup.
 """
 
 from __future__ import annotations
@@ -27,8 +27,12 @@ async def reload_now(state: RouterState, config: RouterConfig | None = None) -> 
         if state.config.path is None:
             raise ValueError("no config file to reload from")
         config = load_router_config(state.config.path, cli=state.config.cli_overrides)
+    try:
+        keys = config.router.all_api_keys()
+    except OSError as exc:
+        raise ValueError(f"api_keys_file: {exc}") from None
     table = await state.table_holder.swap(config)
-    state.config = config
+    state.config, state.api_keys = config, keys
     return table.version
 
 

@@ -19,6 +19,7 @@ class RouterState:
     factory: BackendFactory
     metrics: RouterMetrics
     shadow: ShadowRunner
+    api_keys: list[str] = field(default_factory=list)  # bearer keys in force (reloaded with the config)
     holder: TableHolder | None = None
     ready: bool = False
     draining: bool = False

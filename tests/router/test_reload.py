@@ -97,3 +97,36 @@ def test_admin_reload_is_loopback_only_without_api_keys(tmp_path: Path) -> None:
     with TestClient(app) as client:
         r = client.post("/admin/reload")
         assert r.status_code == 403 and "loopback-only" in r.json()["error"]["message"]
+
+
+def test_reload_changes_api_keys_body_limit_and_queue_bound(tmp_path: Path) -> None:
+    cfg = tmp_path / "router.toml"
+    _write(cfg, 1, 0)
+    keys = tmp_path / "keys"
+    app = create_app(load_router_config(cfg), backend_factory=FakeFactory())
+    body = {"prompts": ["p"]}
+    with serve_app(app) as url, httpx.Client(base_url=url, timeout=10) as client:
+        assert client.post("/generate", json=body).status_code == 200  # no keys: open
+        keys.write_text("k1\n")
+        _write(cfg, 1, 0, latency=0.5)
+        cfg.write_text(cfg.read_text() + f'api_keys_file = "{keys}"\nmax_body_bytes = 2048\nmax_queue = 1\n')
+        assert client.post("/admin/reload").status_code == 200  # loopback, so allowed without a key
+        assert client.post("/generate", json=body).status_code == 401
+        auth = {"Authorization": "Bearer k1"}
+        slow: dict[str, httpx.Response] = {}
+        t = threading.Thread(target=lambda: slow.update(r=client.post("/generate", json=body, headers=auth)))
+        t.start()
+        time.sleep(0.2)  # one request inside the router: the new queue bound of 1 is full
+        with httpx.Client(base_url=url, timeout=10) as c2:
+            assert c2.post("/generate", json=body, headers=auth).status_code == 429
+        t.join()
+        assert slow["r"].status_code == 200
+        big = client.post("/generate", json={"prompts": ["x" * 4096]}, headers=auth)
+        assert big.status_code == 413
+        keys.write_text("k2\n")  # rotate: the old key stops working after the next reload
+        assert client.post("/admin/reload", headers=auth).status_code == 200
+        assert client.post("/generate", json=body, headers=auth).status_code == 403
+        keys.unlink()  # an unreadable key file: the reload fails and the keys in force stay
+        r = client.post("/admin/reload", headers={"Authorization": "Bearer k2"})
+        assert r.status_code == 400 and r.json()["error"]["field"] == "config"
+        assert client.post("/generate", json=body, headers={"Authorization": "Bearer k2"}).status_code == 200
