@@ -27,10 +27,7 @@ async def reload_now(state: RouterState, config: RouterConfig | None = None) -> 
         if state.config.path is None:
             raise ValueError("no config file to reload from")
         config = load_router_config(state.config.path, cli=state.config.cli_overrides)
-    try:
-        keys = config.router.all_api_keys()
-    except OSError as exc:
-        raise ValueError(f"api_keys_file: {exc}") from None
+    keys = config.router.all_api_keys()
     table = await state.table_holder.swap(config)
     state.config, state.api_keys = config, keys
     return table.version

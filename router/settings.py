@@ -67,9 +67,13 @@ class RouterSettings(BaseSettings):
         return split
 
     def all_api_keys(self) -> list[str]:
+        """`api_keys` plus the lines of `api_keys_file`; ValueError if the file cannot be read."""
         keys = [k for k in self.api_keys if k]
         if self.api_keys_file is not None:
-            text = self.api_keys_file.read_text(encoding="utf-8")
+            try:
+                text = self.api_keys_file.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ValueError(f"api_keys_file {self.api_keys_file}: {exc.strerror}") from None
             keys += [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
         return keys
 

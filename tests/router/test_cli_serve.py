@@ -53,6 +53,11 @@ def test_serve_router_bad_config_is_a_clear_error(tmp_path: Path) -> None:
     out = subprocess.run([*ABTEST, "serve", "router", "--config", str(cfg)], cwd=REPO, capture_output=True,
                          text=True, timeout=60, check=False)
     assert out.returncode == 2 and "backends[0].kind" in out.stderr and "Traceback" not in out.stderr
+    cfg.write_text('[[backends]]\nname = "a"\nkind = "vllm"\nurl = "http://127.0.0.1:9"\nmodel = "m"\n'
+                   f'[router]\napi_keys_file = "{tmp_path / "missing"}"\n')
+    out = subprocess.run([*ABTEST, "serve", "router", "--config", str(cfg)], cwd=REPO, capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert out.returncode == 2 and "api_keys_file" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_serve_hrm_print_config(tmp_path: Path) -> None:
