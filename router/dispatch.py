@@ -68,10 +68,12 @@ def _served(ctx: RequestContext, decision: Decision, name: str, metrics: RouterM
         metrics.fallbacks.labels(decision.primary, name).inc()
 
 
-async def call_with_fallback(
+async def _with_fallback(
     table: RoutingTable, decision: Decision, ctx: RequestContext, metrics: RouterMetrics,
-    op: Callable[[Backend], Awaitable[T]],
+    attempt: Callable[[BackendHandle, float], Awaitable[T]],
 ) -> T:
+    """Try each candidate (with its retries) until `attempt(handle, timeout)` succeeds. A 4xx
+    (`BackendRejected`) ends the request at once; anything else counts as "unavailable"."""
     ctx.arm = decision.arm
     last: BackendError | None = None
     timeout = table.settings.request_timeout_s
@@ -82,11 +84,10 @@ async def call_with_fallback(
                 break
             t0 = time.perf_counter()
             try:
-                async with handle.lease() as backend, asyncio.timeout(timeout):
-                    result = await op(backend)
+                result = await attempt(handle, timeout)
             except BackendRejected:
                 ctx.add_backend_time(time.perf_counter() - t0)
-                ctx.backend, ctx.arm = handle.name, decision.arm
+                ctx.backend = handle.name
                 handle.breaker.record_success()  # it answered: alive
                 raise
             except TimeoutError:
@@ -106,6 +107,17 @@ async def call_with_fallback(
     if last is None:
         raise NoBackendAvailable("no backend available")
     raise last
+
+
+async def call_with_fallback(
+    table: RoutingTable, decision: Decision, ctx: RequestContext, metrics: RouterMetrics,
+    op: Callable[[Backend], Awaitable[T]],
+) -> T:
+    async def attempt(handle: BackendHandle, timeout: float) -> T:
+        async with handle.lease() as backend, asyncio.timeout(timeout):
+            return await op(backend)
+
+    return await _with_fallback(table, decision, ctx, metrics, attempt)
 
 
 class OpenStream:
@@ -142,44 +154,20 @@ async def open_stream(
     prompt: str, params: SamplingParams,
 ) -> OpenStream:
     """Retries and fallback happen only here, before the first event reaches the client."""
-    ctx.arm = decision.arm
-    last: BackendError | None = None
-    timeout = table.settings.request_timeout_s
-    for handle, retries in _attempts(table, decision):
-        for _ in range(1 + retries):
-            if not handle.available():
-                last = last or _skipped(handle)
-                break
-            t0 = time.perf_counter()
-            stack = AsyncExitStack()
-            try:
-                backend = await stack.enter_async_context(handle.lease())
-                it = backend.stream(prompt, params)
-                async with asyncio.timeout(timeout):
-                    first = await anext(it)
-            except BackendRejected:
-                await stack.aclose()
-                ctx.add_backend_time(time.perf_counter() - t0)
-                ctx.backend = handle.name
-                handle.breaker.record_success()
-                raise
-            except TimeoutError:
-                last = BackendTimeout(handle.name, f"no first token within {timeout}s")
-            except StopAsyncIteration:
-                last = BackendUnavailable(handle.name, "stream ended before the first event")
-            except BackendUnavailable as exc:
-                last = exc
-            except Exception as exc:  # noqa: BLE001 (an adapter bug: backend trouble, not ours)
-                last = _unexpected(handle.name, exc)
-            else:
-                ctx.add_backend_time(time.perf_counter() - t0)
-                handle.breaker.record_success()
-                _served(ctx, decision, handle.name, metrics)
-                return OpenStream(first, it, stack, handle)
+
+    async def attempt(handle: BackendHandle, timeout: float) -> OpenStream:
+        stack = AsyncExitStack()  # holds the lease until the stream is closed
+        try:
+            backend = await stack.enter_async_context(handle.lease())
+            it = backend.stream(prompt, params)
+            async with asyncio.timeout(timeout):
+                first = await anext(it)
+        except StopAsyncIteration:
             await stack.aclose()
-            ctx.add_backend_time(time.perf_counter() - t0)
-            handle.breaker.record_failure()
-    ctx.backend = ctx.backend or decision.primary
-    if last is None:
-        raise NoBackendAvailable("no backend available")
-    raise last
+            raise BackendUnavailable(handle.name, "stream ended before the first event") from None
+        except BaseException:
+            await stack.aclose()
+            raise
+        return OpenStream(first, it, stack, handle)
+
+    return await _with_fallback(table, decision, ctx, metrics, attempt)
