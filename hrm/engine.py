@@ -97,19 +97,15 @@ class HrmEngine:
         max_batch_size: int = 32,
         max_tokens_cap: int = 1024,
         context_window: int | None = None,
-        num_threads: int | None = None,
         tokenizer_path: str | Path | None = None,
     ) -> HrmEngine:
         """Load a checkpoint directory: HRM-Text (config.json) or an AI-OS ACTV1 brain bundle
         (brain.json, see docs/actv1.md). `tokenizer_path` overrides where the tokenizer is
-        loaded from. `num_threads` (optional) sets torch's intra-op threads for the whole
-        process: 1 is fastest for tiny models on a shared CPU."""
+        loaded from. Torch's thread count is the caller's choice (see `hrm.threads`)."""
         from transformers import AutoTokenizer
 
         from hrm.config import HrmConfig
 
-        if num_threads:
-            torch.set_num_threads(num_threads)
         root = Path(path)
         dev = resolve_device(device)
         model: HrmForCausalLM | Actv1Model
