@@ -194,7 +194,8 @@ class HttpTransport:
         s = self._settings
         budget = min(s.timeouts.first_token, deadline - time.monotonic())
         try:
-            return await asyncio.wait_for(awaitable, timeout=max(budget, 0.001))
+            async with asyncio.timeout(max(budget, 0.001)):
+                return await awaitable
         except TimeoutError:
             raise BackendTimeout(self._name, f"{what} did not arrive within {budget:.1f}s") from None
         except httpx.TimeoutException:

@@ -118,9 +118,8 @@ class LeanClient:
                 self._open += 1
                 try:
                     loop = asyncio.get_running_loop()
-                    _, proto = await asyncio.wait_for(
-                        loop.create_connection(_Conn, self.host, self.port), self.connect_timeout_s
-                    )
+                    async with asyncio.timeout(self.connect_timeout_s):
+                        _, proto = await loop.create_connection(_Conn, self.host, self.port)
                 except BaseException:
                     self._open -= 1
                     self._wake()

@@ -18,7 +18,8 @@ async def check_once(table: RoutingTable, metrics: RouterMetrics, timeout_s: flo
     async def one(name: str) -> None:
         h = table.handles[name]
         try:
-            ok = bool(await asyncio.wait_for(h.backend.health(), timeout_s))
+            async with asyncio.timeout(timeout_s):
+                ok = bool(await h.backend.health())
         except Exception:  # noqa: BLE001 (any failure means unhealthy)
             ok = False
         if ok != h.healthy:

@@ -52,7 +52,8 @@ class BackendHandle:
 
     async def wait_idle(self, timeout_s: float) -> bool:
         try:
-            await asyncio.wait_for(self._idle.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self._idle.wait()
             return True
         except TimeoutError:
             return False

@@ -93,7 +93,8 @@ class ShadowRunner:
         t0 = time.perf_counter()
         try:
             async with lease() as backend:
-                out = await asyncio.wait_for(call(backend), timeout)
+                async with asyncio.timeout(timeout):
+                    out = await call(backend)
             record.update(shadow_output=out, agreement=agree(record["primary_output"], out), error=None)
         except Exception as exc:  # noqa: BLE001 (never propagates: the primary is long gone)
             record.update(shadow_output=None, agreement=None, error=f"{type(exc).__name__}: {exc}")

@@ -43,7 +43,8 @@ class RoutingTable:
 
     async def wait_unused(self, timeout_s: float) -> bool:
         try:
-            await asyncio.wait_for(self._idle.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self._idle.wait()
             return True
         except TimeoutError:
             return False

@@ -80,9 +80,11 @@ class BackendTarget:
         rec.t_sent = time.perf_counter()
         try:
             if self.streaming:
-                await asyncio.wait_for(self._stream(item.prompt, params, rec), self.timeout_s)
+                async with asyncio.timeout(self.timeout_s):
+                    await self._stream(item.prompt, params, rec)
             else:
-                out = await asyncio.wait_for(self.backend.generate([item.prompt], params), self.timeout_s)
+                async with asyncio.timeout(self.timeout_s):
+                    out = await self.backend.generate([item.prompt], params)
                 rec.t_end = time.perf_counter()
                 c = out[0]
                 rec.text = c.text
@@ -131,5 +133,6 @@ class BackendTarget:
                 rec.completion_tokens, rec.token_count_source = n, "tokenizer"
 
     async def loglikelihood(self, prompts: list[str], continuations: list[str]) -> list[float]:
-        res = await asyncio.wait_for(self.backend.loglikelihood(prompts, continuations), self.timeout_s)
+        async with asyncio.timeout(self.timeout_s):
+            res = await self.backend.loglikelihood(prompts, continuations)
         return [r.ll for r in res]

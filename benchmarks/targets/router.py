@@ -112,7 +112,8 @@ class RouterTarget:
             return
         rec.t_sent = time.perf_counter()
         try:
-            status, headers, content = await asyncio.wait_for(self._t.post("/generate", data), self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):
+                status, headers, content = await self._t.post("/generate", data)
             rec.t_end = time.perf_counter()
             rec.served_by = headers.get("x-backend")
             rec.http_status = status
@@ -144,7 +145,8 @@ class RouterTarget:
         rec.streamed = True
         rec.t_sent = time.perf_counter()
         try:
-            await asyncio.wait_for(self._read_sse(data, rec), self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):
+                await self._read_sse(data, rec)
         except Exception as e:  # noqa: BLE001
             rec.error_class, _ = classify_error(e, streaming=True)
             rec.error = f"{type(e).__name__}: {e}"[:500]
@@ -193,9 +195,8 @@ class RouterTarget:
         body: dict[str, Any] = {"prompts": prompts, "continuations": continuations}
         if self.hint:
             body["backend"] = self.hint
-        status, _, content = await asyncio.wait_for(
-            self._t.post("/loglikelihood", json.dumps(body).encode()), self.timeout_s
-        )
+        async with asyncio.timeout(self.timeout_s):
+            status, _, content = await self._t.post("/loglikelihood", json.dumps(body).encode())
         if status >= 400:
             raise RuntimeError(f"HTTP {status}: {content[:200]!r}")
         return [float(x) for x in json.loads(content)["ll"]]
