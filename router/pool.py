@@ -11,7 +11,17 @@ from backends.base import Backend
 from router.breaker import CircuitBreaker
 from router.settings import RouterSettings
 
-__all__ = ["BackendHandle"]
+__all__ = ["BackendHandle", "wait_set"]
+
+
+async def wait_set(event: asyncio.Event, timeout_s: float) -> bool:
+    """Wait until `event` is set; False if `timeout_s` passes first."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            await event.wait()
+        return True
+    except TimeoutError:
+        return False
 
 
 class BackendHandle:
@@ -51,12 +61,7 @@ class BackendHandle:
                 self._idle.set()
 
     async def wait_idle(self, timeout_s: float) -> bool:
-        try:
-            async with asyncio.timeout(timeout_s):
-                await self._idle.wait()
-            return True
-        except TimeoutError:
-            return False
+        return await wait_set(self._idle, timeout_s)
 
     async def close(self) -> None:
         self.closed = True

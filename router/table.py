@@ -15,7 +15,7 @@ from typing import Any
 
 from backends.base import Backend
 from router.policies import RoutingPolicy, create_policy
-from router.pool import BackendHandle
+from router.pool import BackendHandle, wait_set
 from router.settings import RouterConfig
 
 __all__ = ["BackendFactory", "RoutingTable", "TableHolder", "build_table"]
@@ -42,12 +42,7 @@ class RoutingTable:
         return self.handles[s.backend] if s is not None else None
 
     async def wait_unused(self, timeout_s: float) -> bool:
-        try:
-            async with asyncio.timeout(timeout_s):
-                await self._idle.wait()
-            return True
-        except TimeoutError:
-            return False
+        return await wait_set(self._idle, timeout_s)
 
 
 async def build_table(
