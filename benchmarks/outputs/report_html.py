@@ -11,7 +11,14 @@ import numpy as np
 
 from benchmarks.metrics import request_metrics
 from benchmarks.outputs.svg import bar_chart, color_map, line_chart
-from benchmarks.outputs.tables import agreement_rows, fmt, metric_rows, verdict_rows
+from benchmarks.outputs.tables import (
+    agreement_rows,
+    cross_scoring_rows,
+    loglikelihood_rows,
+    metric_rows,
+    task_accuracy_rows,
+    verdict_rows,
+)
 
 __all__ = ["render_html", "write_html"]
 
@@ -129,38 +136,15 @@ def render_html(summary: dict[str, Any], records: list[dict[str, Any]]) -> str:
         parts += ["<h2>Agreement</h2>", _table(*agreement_rows(ag))]
         acc = ag.get("task_accuracy", {})
         if acc:
-            parts += [
-                "<h2>Task accuracy</h2>",
-                _table(
-                    ["target", "overall", "n", "by task"],
-                    [[t, fmt(a["overall"]), str(a["n"]), fmt(a["by_task"])] for t, a in acc.items()],
-                ),
-            ]
+            parts += ["<h2>Task accuracy</h2>", _table(*task_accuracy_rows(acc))]
         ll = ag.get("loglikelihood", {})
         if ll:
-            parts += [
-                "<h2>Log-likelihood (multiple choice)</h2>",
-                _table(
-                    ["target", "items", "MC accuracy", "mean |Δll| vs ref", "Spearman", "argmax agree"],
-                    [
-                        [
-                            t,
-                            str(e["n_items"]),
-                            fmt(e.get("mc_accuracy")),
-                            fmt(e.get("ll_mean_abs_delta")),
-                            fmt(e.get("ll_spearman")),
-                            fmt(e.get("argmax_agreement")),
-                        ]
-                        for t, e in ll.items()
-                    ],
-                ),
-            ]
+            parts += ["<h2>Log-likelihood (multiple choice)</h2>", _table(*loglikelihood_rows(ll))]
     cs = ag.get("cross_scoring", {}) if ag else {}
     if cs:
-        sources = sorted({src for v in cs.values() for src in v})
         parts += [
             "<h2>Cross-scoring (mean log-likelihood of the source's outputs under the scorer)</h2>",
-            _table(["scorer", *sources], [[t, *[fmt(v.get(src)) for src in sources]] for t, v in cs.items()]),
+            _table(*cross_scoring_rows(cs)),
         ]
     parts.append("<h2>Definitions</h2><ul>")
     parts += [f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in summary["definitions"].items()]

@@ -5,7 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.outputs.tables import agreement_rows, fmt, metric_rows, verdict_rows
+from benchmarks.outputs.tables import (
+    agreement_rows,
+    cross_scoring_rows,
+    fmt,
+    loglikelihood_rows,
+    metric_rows,
+    task_accuracy_rows,
+    verdict_rows,
+)
 
 __all__ = ["render_markdown", "write_markdown"]
 
@@ -40,34 +48,15 @@ def render_markdown(summary: dict[str, Any]) -> str:
         acc = ag.get("task_accuracy", {})
         if acc:
             lines += ["", "## Task accuracy against references", ""]
-            lines += _table(
-                ["target", "overall", "n", "by task"],
-                [[t, fmt(a["overall"]), str(a["n"]), fmt(a["by_task"])] for t, a in acc.items()],
-            )
+            lines += _table(*task_accuracy_rows(acc))
         ll = ag.get("loglikelihood", {})
         if ll:
             lines += ["", "## Log-likelihood (multiple choice)", ""]
-            lines += _table(
-                ["target", "items", "MC accuracy", "mean |Δll| vs ref", "Spearman", "argmax agree"],
-                [
-                    [
-                        t,
-                        str(e["n_items"]),
-                        fmt(e.get("mc_accuracy")),
-                        fmt(e.get("ll_mean_abs_delta")),
-                        fmt(e.get("ll_spearman")),
-                        fmt(e.get("argmax_agreement")),
-                    ]
-                    for t, e in ll.items()
-                ],
-            )
+            lines += _table(*loglikelihood_rows(ll))
         cs = ag.get("cross_scoring", {})
         if cs:
-            sources = sorted({s for v in cs.values() for s in v})
             lines += ["", "## Cross-scoring (mean log-likelihood of source's outputs under scorer)", ""]
-            lines += _table(
-                ["scorer", *sources], [[t, *[fmt(v.get(s)) for s in sources]] for t, v in cs.items()]
-            )
+            lines += _table(*cross_scoring_rows(cs))
     if summary.get("served_by"):
         lines += ["", "## Served by (router X-Backend)", ""]
         lines += _table(["target", "served by"], [[t, fmt(c)] for t, c in summary["served_by"].items()])

@@ -5,7 +5,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["METRIC_COLUMNS", "agreement_rows", "fmt", "metric_rows", "verdict_rows"]
+__all__ = [
+    "METRIC_COLUMNS",
+    "agreement_rows",
+    "cross_scoring_rows",
+    "fmt",
+    "loglikelihood_rows",
+    "metric_rows",
+    "task_accuracy_rows",
+    "verdict_rows",
+]
 
 METRIC_COLUMNS = (
     ("completed", "ok"),
@@ -112,3 +121,30 @@ def agreement_rows(agreement: dict[str, Any]) -> tuple[list[str], list[list[str]
                 ]
             )
     return head, rows
+
+
+def task_accuracy_rows(accuracy: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    rows = [[t, fmt(a["overall"]), str(a["n"]), fmt(a["by_task"])] for t, a in accuracy.items()]
+    return ["target", "overall", "n", "by task"], rows
+
+
+def loglikelihood_rows(ll: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    head = ["target", "items", "MC accuracy", "mean |Δll| vs ref", "Spearman", "argmax agree"]
+    rows = [
+        [
+            t,
+            str(e["n_items"]),
+            fmt(e.get("mc_accuracy")),
+            fmt(e.get("ll_mean_abs_delta")),
+            fmt(e.get("ll_spearman")),
+            fmt(e.get("argmax_agreement")),
+        ]
+        for t, e in ll.items()
+    ]
+    return head, rows
+
+
+def cross_scoring_rows(cross: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """One row per scorer, one column per source whose outputs it scored."""
+    sources = sorted({src for v in cross.values() for src in v})
+    return ["scorer", *sources], [[t, *[fmt(v.get(src)) for src in sources]] for t, v in cross.items()]
